@@ -1,0 +1,47 @@
+#pragma once
+// An in-memory image classification dataset: uint8 pixels, NCHW, one uint8 label per image.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ddp::data {
+
+class Dataset {
+ public:
+  Dataset() = default;
+  // Takes ownership of pixels (n*c*h*w bytes) and labels (n bytes). Throws DataError when sizes
+  // disagree or a label is >= num_classes (naming `origin`, e.g. the file).
+  Dataset(std::string origin, std::int64_t c, std::int64_t h, std::int64_t w, int num_classes,
+          std::vector<std::uint8_t> pixels, std::vector<std::uint8_t> labels);
+
+  const std::string& origin() const { return origin_; }
+  std::int64_t size() const { return n_; }
+  std::int64_t channels() const { return c_; }
+  std::int64_t height() const { return h_; }
+  std::int64_t width() const { return w_; }
+  std::int64_t image_bytes() const { return c_ * h_ * w_; }
+  int num_classes() const { return num_classes_; }
+
+  std::span<const std::uint8_t> pixels() const { return pixels_; }
+  std::span<const std::uint8_t> labels() const { return labels_; }
+  std::span<const std::uint8_t> image(std::int64_t i) const {
+    return pixels_.subspan(static_cast<std::size_t>(i * image_bytes()),
+                           static_cast<std::size_t>(image_bytes()));
+  }
+  std::uint8_t label(std::int64_t i) const { return labels_[static_cast<std::size_t>(i)]; }
+
+  // The first n samples (a cheap view sharing storage), for data.train_limit / data.test_limit.
+  Dataset head(std::int64_t n) const;
+
+ private:
+  std::string origin_;
+  std::int64_t n_ = 0, c_ = 0, h_ = 0, w_ = 0;
+  int num_classes_ = 0;
+  std::shared_ptr<const void> owner_;  // keeps pixel/label storage alive for views
+  std::span<const std::uint8_t> pixels_;
+  std::span<const std::uint8_t> labels_;
+};
+
+}  // namespace ddp::data

@@ -1,0 +1,26 @@
+#pragma once
+// Dataset file readers. Every malformed input is a DataError naming the file and what is wrong:
+// missing file, truncated file, record size not dividing the file, label out of range, bad magic.
+#include <filesystem>
+#include <string>
+
+#include "ddp/data/dataset.hpp"
+
+namespace ddp::data {
+
+enum class Split { train, test };
+
+// CIFAR-10 binary: data_batch_1..5.bin (train) or test_batch.bin (test) in root.
+Dataset read_cifar10(const std::filesystem::path& root, Split split);
+// CIFAR-100 binary: train.bin / test.bin in root; <coarse label, fine label, 3072 pixels>; fine labels.
+Dataset read_cifar100(const std::filesystem::path& root, Split split);
+// IDX image + label files (raw or gzip, detected by magic bytes, not by name).
+Dataset read_idx(const std::filesystem::path& images, const std::filesystem::path& labels,
+                 int num_classes = 10);
+// MNIST / Fashion-MNIST layout in root: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz].
+Dataset read_mnist_dir(const std::filesystem::path& root, Split split);
+
+// Dispatch on the configured dataset name: cifar10 | cifar100 | mnist | fashion_mnist.
+Dataset read_dataset(const std::string& name, const std::filesystem::path& root, Split split);
+
+}  // namespace ddp::data
