@@ -39,7 +39,8 @@ class CounterRng {
   constexpr double next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
   // Uniform integer in [0, n), n > 0 (Lemire's multiply-shift; bias < 2^-32 for our n).
   constexpr std::uint64_t next_below(std::uint64_t n) {
-    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(next_u64()) * n) >> 64);
+    __extension__ using u128 = unsigned __int128;  // __extension__: GCC/Clang builtin, no -Wpedantic
+    return static_cast<std::uint64_t>((static_cast<u128>(next_u64()) * n) >> 64);
   }
 
  private:

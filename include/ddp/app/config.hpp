@@ -1,7 +1,7 @@
 #pragma once
 // The resolved run configuration: the TOML file plus command-line overrides, validated.
-// Every key has a documented default in the schema (config_schema.hpp); this struct is what the rest of
-// the program reads.
+// Every key has a documented default in the schema (config_schema.hpp); this struct is what the
+// rest of the program reads.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -24,43 +24,47 @@ struct DataConfig {
   std::string normalize = "config";
   std::vector<double> mean = {0.5};  // one value (all channels) or one per channel
   std::vector<double> std = {0.5};
-  bool augment = false;              // random crop (pad 4) + horizontal flip
+  bool augment = false;  // random crop (zero padding crop_padding) + horizontal flip
   std::int64_t crop_padding = 4;
-  std::int64_t train_limit = 0;      // use only the first N training samples (0 = all)
-  std::int64_t test_limit = 0;       // use only the first N test samples (0 = all)
-  bool prefetch = true;              // prepare the next batch on a background thread
+  std::int64_t train_limit = 0;  // use only the first N training samples (0 = all)
+  std::int64_t test_limit = 0;   // use only the first N test samples (0 = all)
+  bool prefetch = true;          // prepare the next batch on a background thread
 };
 
 struct ModelConfig {
-  std::string preset;                 // lenet | vgg_small | vgg_small_bn, or empty when layers given
-  std::vector<nn::LayerSpec> layers;  // [[model.layers]] (resolved from the preset if empty)
+  // lenet | lenet_mnist | vgg_small | vgg_small_bn; "" when [[model.layers]] are given. Defaults to
+  // lenet so that a configuration without a [model] section still describes a trainable model.
+  std::string preset = "lenet";
+  // [[model.layers]], or the preset's layers (load_config resolves the preset, sizing the last
+  // linear layer to the dataset's classes).
+  std::vector<nn::LayerSpec> layers;
 };
 
 struct TrainConfig {
   std::int64_t epochs = 10;
   std::int64_t batch_size = 256;  // per rank
   std::uint64_t seed = 42;
-  std::int64_t save_every = 0;    // epochs between snapshots (0 = only at the end)
-  bool drop_last = false;         // drop the last, short batch of an epoch
+  std::int64_t save_every = 0;  // epochs between snapshots (0 = only at the end)
+  bool drop_last = false;       // drop the last, short batch of an epoch
   bool shuffle = true;
   double label_smoothing = 0.0;
-  std::int64_t eval_every = 1;    // epochs between test evaluations (the last epoch always)
+  std::int64_t eval_every = 1;  // epochs between test evaluations (the last epoch always)
 };
 
 struct OptimConfig {
   std::string name = "sgd";  // sgd | adam | adamw
   double lr = 0.01;
-  double momentum = 0.0;     // sgd
-  bool nesterov = false;     // sgd
-  double weight_decay = 0.0; // L2 for sgd/adam, decoupled for adamw
-  double beta1 = 0.9;        // adam/adamw
+  double momentum = 0.0;      // sgd
+  bool nesterov = false;      // sgd
+  double weight_decay = 0.0;  // L2 for sgd/adam, decoupled for adamw
+  double beta1 = 0.9;         // adam/adamw
   double beta2 = 0.999;
   double eps = 1e-8;
 };
 
 struct ScheduleConfig {
   std::string name = "constant";  // constant | step | cosine | onecycle
-  double warmup_epochs = 0.0;     // linear warm-up from warmup_start_factor*lr (constant/step/cosine)
+  double warmup_epochs = 0.0;  // linear warm-up from warmup_start_factor*lr (constant/step/cosine)
   double warmup_start_factor = 0.0;
   std::int64_t step_size = 30;    // step: epochs between decays
   double gamma = 0.1;             // step: decay factor
@@ -84,14 +88,15 @@ struct Config {
   OptimConfig optim;
   ScheduleConfig schedule;
   RuntimeConfig runtime;
-  std::string resolved_toml;     // the full configuration after overrides, as TOML text
+  std::string resolved_toml;  // the full configuration after overrides, as TOML text
 };
 
 // "section.key" -> value text, as given on the command line (e.g. {"train.epochs", "5"}).
 using Overrides = std::vector<std::pair<std::string, std::string>>;
 
 // Reads `path` (may be empty: defaults only), applies overrides, validates everything.
-// Throws ConfigError naming the file, key and line, with a "did you mean" suggestion for unknown keys.
+// Throws ConfigError naming the file, key and line, with a "did you mean" suggestion for unknown
+// keys.
 Config load_config(const std::filesystem::path& path, const Overrides& overrides);
 
 // Built-in architectures; throws ConfigError for an unknown name (listing the known ones).

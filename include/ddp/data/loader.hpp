@@ -16,10 +16,10 @@
 namespace ddp::data {
 
 struct Batch {
-  std::int64_t size = 0;               // samples on this rank
-  std::int64_t global_size = 0;        // samples in the global batch
+  std::int64_t size = 0;         // samples on this rank
+  std::int64_t global_size = 0;  // samples in the global batch
   std::int64_t global_offset = 0;
-  const float* images = nullptr;       // size * c*h*w floats, valid until the next next() call
+  const float* images = nullptr;  // size * c*h*w floats, valid until the next next() call
   const std::int32_t* labels = nullptr;
 };
 
@@ -43,10 +43,12 @@ class BatchLoader {
     std::vector<float> images;
     std::vector<std::int32_t> labels;
     Batch batch;
-    bool ready = false;
+    bool ready = false;  // filled with batch `index` of this epoch, not yet handed out
+    std::size_t index = 0;
   };
   void worker_loop();
-  void fill(Slot& slot, const RankBatch& rb);
+  void fill(Slot& slot, const RankBatch& rb, std::uint64_t epoch);
+  int free_slot() const;  // a slot neither ready nor held by the consumer, or -1; needs mu_
 
   const Dataset& ds_;
   Normalization norm_;
@@ -61,6 +63,8 @@ class BatchLoader {
   std::size_t consumed_ = 0;  // batches handed out so far this epoch
   std::uint64_t generation_ = 0;
   Slot slots_[2];
+  int held_ = -1;         // slot whose Batch the consumer holds (valid until its next next())
+  bool filling_ = false;  // the worker is filling a slot outside the lock; start() waits for it
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

@@ -1,0 +1,136 @@
+#pragma once
+// The compute backend: the kernels that layers, the loss and the optimizers run. One interface,
+// a CPU implementation on oneDNN and (later) a CUDA one on cuDNN/cuBLAS, side by side (Caffe style).
+// Kernels take raw pointers in the backend's memory space plus the batch size of the call; ops that
+// depend on geometry are objects created once per layer (they cache their primitives per batch size).
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ddp/tensor.hpp"
+
+namespace ddp::backend {
+
+// Convolution of an NCHW input with KCRS weights.
+struct ConvGeom {
+  std::int64_t c = 0, h = 0, w = 0;  // input
+  std::int64_t k = 0, r = 0, s = 0;  // output channels, kernel height/width
+  std::int64_t stride = 1, pad = 0;
+  std::int64_t oh = 0, ow = 0;       // output height/width
+  bool bias = true;
+};
+
+class ConvOp {
+ public:
+  virtual ~ConvOp() = default;
+  virtual void forward(std::int64_t n, const float* x, const float* w, const float* b, float* y) = 0;
+  // dx may be null (first layer: no input gradient needed). dw/db are overwritten.
+  virtual void backward(std::int64_t n, const float* x, const float* w, const float* dy, float* dx,
+                        float* dw, float* db) = 0;
+};
+
+enum class PoolKind { max, avg };
+
+struct PoolGeom {
+  PoolKind kind = PoolKind::max;
+  std::int64_t c = 0, h = 0, w = 0;
+  std::int64_t kh = 2, kw = 2, stride = 2, pad = 0;
+  std::int64_t oh = 0, ow = 0;
+};
+
+class PoolOp {
+ public:
+  virtual ~PoolOp() = default;
+  // training = true keeps what backward needs (max-pool argmax workspace).
+  virtual void forward(std::int64_t n, const float* x, float* y, bool training) = 0;
+  virtual void backward(std::int64_t n, const float* dy, float* dx) = 0;
+};
+
+// y = x W^T + b with W of shape [out, in] (PyTorch's nn.Linear layout).
+struct LinearGeom {
+  std::int64_t in = 0, out = 0;
+  bool bias = true;
+};
+
+class LinearOp {
+ public:
+  virtual ~LinearOp() = default;
+  virtual void forward(std::int64_t n, const float* x, const float* w, const float* b, float* y) = 0;
+  virtual void backward(std::int64_t n, const float* x, const float* w, const float* dy, float* dx,
+                        float* dw, float* db) = 0;
+};
+
+// Spatial batch normalisation over NCHW (h = w = 1 for features).
+struct BatchNormGeom {
+  std::int64_t c = 0, h = 1, w = 1;
+  float eps = 1e-5f;
+  float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch statistic
+};
+
+class BatchNormOp {
+ public:
+  virtual ~BatchNormOp() = default;
+  // training: normalise with batch statistics and update running mean/var (unbiased variance, as
+  // PyTorch does); otherwise normalise with the running statistics.
+  virtual void forward(std::int64_t n, const float* x, const float* gamma, const float* beta,
+                       float* running_mean, float* running_var, float* y, bool training) = 0;
+  virtual void backward(std::int64_t n, const float* x, const float* dy, const float* gamma,
+                        float* dx, float* dgamma, float* dbeta) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual std::string name() const = 0;
+
+  virtual std::unique_ptr<ConvOp> conv(const ConvGeom& g) = 0;
+  virtual std::unique_ptr<PoolOp> pool(const PoolGeom& g) = 0;
+  virtual std::unique_ptr<LinearOp> linear(const LinearGeom& g) = 0;
+  virtual std::unique_ptr<BatchNormOp> batch_norm(const BatchNormGeom& g) = 0;
+
+  // Element-wise kernels over `count` floats.
+  virtual void relu_forward(std::int64_t count, const float* x, float* y) = 0;
+  // dx = dy where y > 0 else 0 (uses the output, so it works in place).
+  virtual void relu_backward(std::int64_t count, const float* y, const float* dy, float* dx) = 0;
+  // Inverted dropout: keep with probability 1-p, scale kept values by 1/(1-p). The mask of element j
+  // of sample i is a pure function of (seed, sample_ids[i], j) and is stored in `mask` (count floats).
+  virtual void dropout_forward(std::int64_t n, std::int64_t per_sample, float p, std::uint64_t seed,
+                               const std::int64_t* sample_ids, const float* x, float* mask,
+                               float* y) = 0;
+  virtual void mul(std::int64_t count, const float* a, const float* b, float* y) = 0;
+
+  // Softmax cross-entropy over logits [n, classes] with optional label smoothing. Writes
+  // dlogits = d(sum of losses)/dlogits * grad_scale, returns the summed loss (double) and the number
+  // of correct argmax predictions.
+  struct LossResult {
+    double loss_sum = 0.0;
+    std::int64_t correct = 0;
+  };
+  virtual LossResult softmax_xent(std::int64_t n, std::int64_t classes, const float* logits,
+                                  const std::int32_t* labels, float label_smoothing,
+                                  float grad_scale, float* dlogits) = 0;
+
+  // Fused optimizer updates over flat buffers (PyTorch's update rules, see optim/).
+  struct SgdHyper {
+    float lr = 0.01f, momentum = 0.0f, weight_decay = 0.0f;
+    bool nesterov = false;
+  };
+  // g_eff = g + wd*w; m = momentum*m + g_eff; w -= lr * (nesterov ? g_eff + momentum*m : m)
+  // (plain w -= lr*g_eff when momentum is 0; m unused then).
+  virtual void sgd_step(std::int64_t count, const SgdHyper& h, float* w, const float* g,
+                        float* m) = 0;
+  struct AdamHyper {
+    float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
+    bool decoupled = false;  // AdamW
+    std::int64_t step = 1;   // 1-based, for bias correction
+  };
+  virtual void adam_step(std::int64_t count, const AdamHyper& h, float* w, const float* g, float* m,
+                         float* v) = 0;
+
+  virtual void fill(std::int64_t count, float value, float* y) = 0;
+  virtual void copy(std::int64_t count, const float* x, float* y) = 0;
+  virtual void add(std::int64_t count, const float* x, float* y) = 0;  // y += x
+};
+
+}  // namespace ddp::backend

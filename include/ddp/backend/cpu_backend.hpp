@@ -1,0 +1,16 @@
+#pragma once
+// The CPU backend: oneDNN primitives for convolution, pooling, inner product and batch norm;
+// vectorised loops for the element-wise work. Threads come from OpenMP (set_compute_threads).
+#include <memory>
+
+#include "ddp/backend/backend.hpp"
+
+namespace ddp::backend {
+
+std::unique_ptr<Backend> make_cpu_backend();
+
+// Number of threads oneDNN and our loops use in this process.
+void set_compute_threads(int n);
+int compute_threads();
+
+}  // namespace ddp::backend

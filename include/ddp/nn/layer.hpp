@@ -1,0 +1,73 @@
+#pragma once
+// One layer interface for every layer kind (Caffe style): shape inference at build time, the
+// parameters it owns (as views into the model's flat buffers), forward and backward on a backend.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ddp/nn/layer_spec.hpp"
+#include "ddp/shape.hpp"
+#include "ddp/tensor.hpp"
+
+namespace ddp::nn {
+
+enum class Mode { train, eval };
+
+// What a forward pass needs besides its input.
+struct StepContext {
+  Mode mode = Mode::train;
+  std::uint64_t seed = 0;                    // per-step seed for dropout masks
+  const std::int64_t* sample_ids = nullptr;  // dataset index of each sample of the batch
+};
+
+// How a parameter or buffer starts.
+enum class Init {
+  uniform_fan_in,  // U(-1/sqrt(fan_in), 1/sqrt(fan_in)): PyTorch's default for conv/linear weights
+                   // (kaiming_uniform with a = sqrt(5)) and biases
+  ones,
+  zeros,
+};
+
+struct ParamSpec {
+  std::string name;  // suffix: "weight", "bias", "running_mean", ...
+  Shape shape;
+  Init init = Init::zeros;
+  std::int64_t fan_in = 0;
+};
+
+class Layer {
+ public:
+  explicit Layer(LayerSpec spec) : spec_(std::move(spec)) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const std::string& name() const { return spec_.name; }
+  const LayerSpec& spec() const { return spec_; }
+
+  // Output shape of one sample given the input shape of one sample. Builds the backend ops.
+  // Throws ConfigError naming the layer when the input does not fit.
+  virtual Shape infer(const Shape& in) = 0;
+
+  // Trainable parameters and non-trainable state (batch-norm running statistics).
+  virtual std::vector<ParamSpec> param_specs() const { return {}; }
+  virtual std::vector<ParamSpec> buffer_specs() const { return {}; }
+  // Views into the flat buffers, in the order of the specs above.
+  virtual void bind(const std::vector<Tensor>& /*params*/, const std::vector<Tensor>& /*grads*/,
+                    const std::vector<Tensor>& /*buffers*/) {}
+
+  // x: [n, in...], y: [n, out...]. Parameter gradients are overwritten, not accumulated.
+  virtual void forward(const Tensor& x, const Tensor& y, const StepContext& ctx) = 0;
+  // dx is null when the input gradient is not needed (first layer).
+  virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor* dx) = 0;
+
+  // True when the output is the input reinterpreted (flatten): no buffer, no work.
+  virtual bool is_view() const { return false; }
+  // Multiply-adds x 2 of one sample's forward pass (for GFLOP/s reports).
+  virtual double forward_flops() const { return 0.0; }
+
+ private:
+  LayerSpec spec_;
+};
+
+}  // namespace ddp::nn

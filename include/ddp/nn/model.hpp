@@ -1,0 +1,86 @@
+#pragma once
+// The model: a sequence of layers built from the config, with all parameters in one flat buffer and
+// all gradients in another (layers hold views). Buckets, the optimizer and snapshots work on ranges
+// and named views of these buffers.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ddp/backend/backend.hpp"
+#include "ddp/nn/layer.hpp"
+
+namespace ddp::nn {
+
+struct NamedTensor {
+  std::string name;     // "conv1.weight"
+  Tensor tensor;        // view into the flat buffer
+  std::size_t offset;   // in floats from the buffer start
+  std::size_t layer;    // index of the owning layer
+};
+
+class Model {
+ public:
+  // input: one sample's shape (C,H,W). Throws ConfigError on any shape mismatch, naming the layer,
+  // and when the last layer's output is not [num_classes].
+  Model(const std::vector<LayerSpec>& specs, const Shape& input, std::int64_t num_classes,
+        backend::Backend& be);
+
+  // Allocates activations for batches of up to max_batch samples.
+  void reserve(std::int64_t max_batch);
+  // PyTorch-default initialisation, a pure function of the seed.
+  void init_parameters(std::uint64_t seed);
+
+  std::span<float> params() { return {params_.data(), static_cast<std::size_t>(params_.numel())}; }
+  std::span<float> grads() { return {grads_.data(), static_cast<std::size_t>(grads_.numel())}; }
+  std::span<float> buffers() {
+    return {buffers_.data(), static_cast<std::size_t>(buffers_.numel())};
+  }
+  const std::vector<NamedTensor>& named_params() const { return named_params_; }
+  const std::vector<NamedTensor>& named_buffers() const { return named_buffers_; }
+  std::int64_t num_parameters() const;  // trainable scalars, without alignment padding
+
+  std::size_t num_layers() const { return layers_.size(); }
+  const Layer& layer(std::size_t i) const { return *layers_[i]; }
+  // [begin, end) of layer i's gradients in the flat buffer (empty when it has no parameters).
+  std::pair<std::size_t, std::size_t> grad_range(std::size_t layer) const;
+
+  const Shape& input_shape() const { return input_; }
+  std::int64_t num_classes() const { return num_classes_; }
+  double forward_flops() const;  // per sample
+
+  // Returns the logits [n, num_classes], valid until the next forward.
+  const Tensor& forward(const Tensor& x, const StepContext& ctx);
+  // Backward from dlogits through every layer of the last training forward. on_layer_done(i) runs
+  // as soon as layer i's parameter gradients are final (reverse order) - the hook for overlapped
+  // gradient all-reduce.
+  void backward(const Tensor& dlogits, const std::function<void(std::size_t)>& on_layer_done = {});
+
+  // 64-bit digest of the parameter and buffer bytes: equal digests mean bitwise-equal models (to
+  // 2^-64), which is how runs are compared for determinism and replicas for consistency.
+  std::uint64_t digest() const;
+
+  // A human-readable table: layer, output shape, parameters.
+  std::string summary() const;
+
+ private:
+  backend::Backend& be_;
+  Shape input_;
+  std::int64_t num_classes_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<Shape> out_shapes_;  // per sample
+  Tensor params_, grads_, buffers_;
+  std::vector<NamedTensor> named_params_, named_buffers_;
+  std::vector<ParamSpec> param_specs_, buffer_specs_;  // parallel to named_*
+  std::vector<std::pair<std::size_t, std::size_t>> grad_ranges_;
+  std::int64_t max_batch_ = 0;
+  std::vector<Tensor> acts_, dacts_;  // per layer output (views for is_view layers)
+  std::vector<Tensor> views_act_;     // outputs of the last forward, batch-sized views
+  Tensor input_view_;
+  std::int64_t last_n_ = 0;
+  Mode last_mode_ = Mode::eval;
+};
+
+}  // namespace ddp::nn

@@ -1,0 +1,58 @@
+#pragma once
+// What one epoch produced, and where it goes: a human line on stdout, a live progress bar on a
+// terminal, and metrics.jsonl in the run directory (rank 0 only).
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace ddp::train {
+
+struct EpochMetrics {
+  std::int64_t epoch = 0;  // 1-based
+  std::int64_t epochs = 0;
+  std::int64_t steps = 0;
+  double train_loss = 0.0;  // mean over all samples of all ranks
+  double train_acc = 0.0;
+  bool evaluated = false;
+  double test_loss = 0.0;
+  double test_acc = 0.0;    // fraction
+  std::int64_t test_samples = 0;
+  double lr = 0.0;          // learning rate of the epoch's last step
+  double images_per_s = 0.0;
+  double epoch_s = 0.0;     // training time of the epoch
+  double eval_s = 0.0;
+};
+
+// "epoch 3/10 | steps 235 | loss 0.412 | test acc 86.1% | 9,840 img/s | 6.1 s"
+std::string format_epoch_line(const EpochMetrics& m);
+// "9,840"
+std::string with_thousands(double value);
+
+class MetricsLog {
+ public:
+  // Opens (truncates, or appends when resuming) dir/metrics.jsonl.
+  MetricsLog(const std::filesystem::path& dir, bool append);
+  void write_epoch(const EpochMetrics& m);
+  // The closing summary object: {"summary": true, ...}.
+  void write_summary(const EpochMetrics& last, double total_s, std::int64_t world_size,
+                     std::uint64_t weights_digest);
+
+ private:
+  std::filesystem::path path_;
+  std::ofstream out_;
+};
+
+// A one-line progress bar redrawn with '\r' when stdout is a terminal; silent otherwise.
+class ProgressBar {
+ public:
+  ProgressBar(bool enabled, std::int64_t epoch, std::int64_t epochs, std::int64_t steps);
+  void update(std::int64_t step, double loss, double images_per_s);
+  void clear();
+
+ private:
+  bool enabled_;
+  std::int64_t epoch_, epochs_, steps_;
+};
+
+}  // namespace ddp::train

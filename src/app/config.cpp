@@ -1,0 +1,312 @@
+// load_config: the TOML file, then the command-line overrides, each key checked against the schema
+// as it is read; then the model and the checks that involve several keys.
+#include "ddp/app/config.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "ddp/app/config_detail.hpp"
+#include "ddp/app/config_schema.hpp"
+#include "ddp/error.hpp"
+
+namespace ddp::app {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::describe_node;
+using detail::did_you_mean;
+using detail::format_float;
+using detail::format_value;
+using detail::from_node;
+using detail::layer_label;
+using detail::node_text;
+using detail::parse_layers;
+using detail::parse_text;
+using detail::same_layers;
+using detail::type_noun;
+
+std::int64_t dataset_classes(std::string_view dataset) {
+  return dataset == "cifar100" ? 100 : 10;
+}
+std::int64_t dataset_channels(std::string_view dataset) {
+  return dataset == "mnist" || dataset == "fashion_mnist" ? 1 : 3;
+}
+
+// The preset's layers, with the classifier sized to the dataset (the presets are written for ten
+// classes; cifar100 needs a hundred).
+std::vector<nn::LayerSpec> preset_for(const std::string& preset, std::string_view dataset) {
+  auto layers = preset_layers(preset);
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+    if (it->type == "linear") {
+      it->out_features = dataset_classes(dataset);
+      break;
+    }
+  }
+  return layers;
+}
+
+std::vector<std::string> all_key_names() {
+  std::vector<std::string> out;
+  for (const auto& k : config_keys()) out.emplace_back(k.name);
+  out.emplace_back("model.layers");
+  return out;
+}
+
+// "; did you mean 'optim.lr'?" for a key in the wrong section or with a typo, else the keys the
+// section does have.
+std::string suggest_key(const std::string& name) {
+  const auto dot = name.find('.');
+  const std::string section = dot == std::string::npos ? "" : name.substr(0, dot);
+  const std::string leaf = dot == std::string::npos ? name : name.substr(dot + 1);
+  for (const auto& k : config_keys())
+    if (k.leaf() == leaf) return "; did you mean '" + std::string(k.name) + "'?";
+  if (auto hint = did_you_mean(name, all_key_names()); !hint.empty()) return hint;
+  std::string keys;
+  for (const auto& k : config_keys())
+    if (k.section() == section) keys += (keys.empty() ? "" : ", ") + std::string(k.leaf());
+  if (section == "model") keys += ", layers";
+  return keys.empty() ? "" : "; the keys of [" + section + "] are: " + keys;
+}
+
+std::string type_hint(ValueType t) {
+  switch (t) {
+    case ValueType::kBool:
+      return " (true/false, yes/no, 1/0)";
+    case ValueType::kFloatList:
+      return " (e.g. 0.5 or 0.5,0.5,0.5)";
+    default:
+      return "";
+  }
+}
+
+int line_of(const toml::key& key) {
+  return static_cast<int>(key.source().begin.line);
+}
+
+struct Origin {
+  std::string where;  // "FILE:LINE" or "command line"
+  bool command_line = false;
+};
+
+class Loader {
+ public:
+  explicit Loader(Config& cfg) : cfg_(cfg) {}
+
+  void read_file(const fs::path& path) {
+    file_ = path.string();
+    cfg_.source = path;
+    const toml::table root = parse(read_text(path));
+    const auto sections = config_sections();
+    for (auto&& [key, node] : root) {
+      const std::string name(key.str());
+      if (std::find(sections.begin(), sections.end(), name) == sections.end()) {
+        if (node.is_table()) {
+          throw ConfigError(at(line_of(key)) + ": unknown section '" + name + "'" +
+                            section_hint(name, sections));
+        }
+        throw ConfigError(at(line_of(key)) + ": unknown key '" + name + "' outside any section" +
+                          suggest_key(name));
+      }
+      const auto* table = node.as_table();
+      if (!table) {
+        throw ConfigError(at(line_of(key)) + ": " + name + ": expected a table ([" + name +
+                          "]), got " + describe_node(node));
+      }
+      for (auto&& [leaf, value] : *table)
+        read_entry(name + "." + std::string(leaf.str()), leaf, value);
+    }
+  }
+
+  void apply_overrides(const Overrides& overrides) {
+    for (const auto& [name, text] : overrides) {
+      if (name == "model.layers") {
+        throw ConfigError(
+            "command line: --model.layers: layers can only be given in a config file "
+            "([[model.layers]]); use --model.preset for a built-in model");
+      }
+      const ConfigKey* key = find_config_key(name);
+      if (!key) throw ConfigError("command line: unknown key '" + name + "'" + suggest_key(name));
+      const auto value = parse_text(key->type(), text);
+      if (!value) {
+        throw ConfigError("command line: --" + name + " '" + text + "': expected " +
+                          std::string(type_noun(key->type())) + type_hint(key->type()));
+      }
+      if (auto problem = key->check(*value))
+        throw ConfigError("command line: --" + name + " '" + text + "': " + *problem);
+      key->set(cfg_, *value);
+      origins_[name] = {"command line", true};
+    }
+  }
+
+  void resolve_model() {
+    auto& model = cfg_.model;
+    const auto preset_origin = origins_.find("model.preset");
+    const bool preset_given = preset_origin != origins_.end();
+    // A preset named on the command line replaces the file's model: overrides win.
+    if (preset_given && preset_origin->second.command_line && !model.preset.empty())
+      file_layers_.reset();
+
+    if (!file_layers_) {
+      if (model.preset.empty()) {
+        throw ConfigError(subject(*find_config_key("model.preset")) +
+                          ": no model: name a preset (" + presets_text() +
+                          ") or give [[model.layers]]");
+      }
+      model.layers = preset_for(model.preset, cfg_.data.dataset);
+      return;
+    }
+    if (preset_given && !model.preset.empty() &&
+        !same_layers(preset_for(model.preset, cfg_.data.dataset), *file_layers_)) {
+      // Equal layers are allowed next to the preset: that is what a resolved configuration holds.
+      throw ConfigError(subject(*find_config_key("model.preset")) + ": both a preset and " +
+                        "[[model.layers]] (line " + std::to_string(file_layers_->front().line) +
+                        ") describe the model; give only one");
+    }
+    if (!preset_given) model.preset.clear();
+    model.layers = std::move(*file_layers_);
+
+    const auto& last = model.layers.back();
+    const auto classes = dataset_classes(cfg_.data.dataset);
+    if (last.type == "linear" && last.out_features != classes) {
+      throw ConfigError(at(last.line) + ": " + layer_label(model.layers.size() - 1, last) +
+                        ": out_features = " + std::to_string(last.out_features) +
+                        ", but data.dataset = " + cfg_.data.dataset + " has " +
+                        std::to_string(classes) + " classes");
+    }
+  }
+
+  void cross_check() const {
+    const auto& s = cfg_.schedule;
+    const auto& o = cfg_.optim;
+    if (s.warmup_epochs > static_cast<double>(cfg_.train.epochs)) {
+      fail("schedule.warmup_epochs",
+           "must be <= train.epochs (" + std::to_string(cfg_.train.epochs) + ")");
+    }
+    if (s.name == "onecycle" && s.warmup_epochs > 0) {
+      fail("schedule.warmup_epochs",
+           "does not apply to schedule.name = onecycle, which warms up by itself "
+           "(schedule.pct_start)");
+    }
+    if (s.name == "cosine" && s.min_lr > o.lr)
+      fail("schedule.min_lr", "must be <= optim.lr (" + format_float(o.lr) + ")");
+    if (o.name == "sgd" && o.nesterov && o.momentum == 0.0)
+      fail("optim.nesterov", "needs optim.momentum > 0");
+    if (cfg_.data.normalize == "config") {
+      const auto channels = static_cast<std::size_t>(dataset_channels(cfg_.data.dataset));
+      for (const char* name : {"data.mean", "data.std"}) {
+        const auto n = std::get<std::vector<double>>(find_config_key(name)->get(cfg_)).size();
+        if (n != 1 && n != channels) {
+          fail(name, cfg_.data.dataset + " images have " + std::to_string(channels) +
+                         " channel(s); give 1 value or " + std::to_string(channels));
+        }
+      }
+    }
+  }
+
+ private:
+  std::string at(int line) const { return file_ + ":" + std::to_string(line); }
+
+  std::string read_text(const fs::path& path) const {
+    std::error_code ec;
+    const auto status = fs::status(path, ec);
+    if (!fs::exists(status)) {
+      throw ConfigError("config file '" + file_ +
+                        "': " + (ec ? ec.message() : std::string("no such file")));
+    }
+    if (fs::is_directory(status))
+      throw ConfigError("config file '" + file_ + "' is a directory, not a file");
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    if (in) text << in.rdbuf();
+    if (!in || in.bad()) {
+      throw ConfigError("config file '" + file_ + "' cannot be read: " + std::strerror(errno));
+    }
+    return text.str();
+  }
+
+  toml::table parse(const std::string& text) const {
+    try {
+      return toml::parse(std::string_view(text), std::string_view(file_));
+    } catch (const toml::parse_error& e) {
+      throw ConfigError(file_ + ":" + std::to_string(e.source().begin.line) + ":" +
+                        std::to_string(e.source().begin.column) +
+                        ": TOML syntax error: " + std::string(e.description()));
+    }
+  }
+
+  void read_entry(const std::string& name, const toml::key& key, const toml::node& node) {
+    const int line = line_of(key);
+    if (name == "model.layers") {
+      file_layers_ = parse_layers(node, file_);
+      return;
+    }
+    const ConfigKey* k = find_config_key(name);
+    if (!k) throw ConfigError(at(line) + ": unknown key '" + name + "'" + suggest_key(name));
+    const auto value = from_node(k->type(), node);
+    if (!value) {
+      throw ConfigError(at(line) + ": " + name + ": expected " + std::string(type_noun(k->type())) +
+                        ", got " + describe_node(node));
+    }
+    if (auto problem = k->check(*value))
+      throw ConfigError(at(line) + ": " + name + " = " + node_text(node) + ": " + *problem);
+    k->set(cfg_, *value);
+    origins_[name] = {at(line), false};
+  }
+
+  std::string section_hint(const std::string& name,
+                           const std::vector<std::string>& sections) const {
+    if (auto hint = did_you_mean(name, sections); !hint.empty()) return hint;
+    std::string all;
+    for (const auto& s : sections) all += (all.empty() ? "" : ", ") + s;
+    return "; the sections are: " + all;
+  }
+
+  static std::string presets_text() {
+    std::string out;
+    for (auto p : preset_names()) out += (out.empty() ? "" : ", ") + std::string(p);
+    return out;
+  }
+
+  // "FILE:LINE: train.epochs = 5", "command line: --train.epochs '5'" or "train.epochs = 10
+  // (default)": the key as the user wrote it, for checks made after all keys are read.
+  std::string subject(const ConfigKey& key) const {
+    const std::string name(key.name);
+    const Value v = key.get(cfg_);
+    const auto it = origins_.find(name);
+    if (it != origins_.end() && it->second.command_line)
+      return "command line: --" + name + " '" + format_value(v) + "'";
+    const auto* s = std::get_if<std::string>(&v);
+    const std::string text = s ? "\"" + *s + "\"" : format_value(v);
+    if (it == origins_.end()) return name + " = " + text + " (default)";
+    return it->second.where + ": " + name + " = " + text;
+  }
+
+  [[noreturn]] void fail(std::string_view key, const std::string& problem) const {
+    throw ConfigError(subject(*find_config_key(key)) + ": " + problem);
+  }
+
+  Config& cfg_;
+  std::string file_;
+  std::map<std::string, Origin, std::less<>> origins_;  // the keys given, by full name
+  std::optional<std::vector<nn::LayerSpec>> file_layers_;
+};
+
+}  // namespace
+
+Config load_config(const std::filesystem::path& path, const Overrides& overrides) {
+  Config cfg;
+  Loader loader(cfg);
+  if (!path.empty()) loader.read_file(path);
+  loader.apply_overrides(overrides);
+  loader.resolve_model();
+  loader.cross_check();
+  cfg.resolved_toml = detail::to_toml(cfg);
+  return cfg;
+}
+
+}  // namespace ddp::app

@@ -1,0 +1,396 @@
+// The schema tables: every configuration key and every [[model.layers]] key, described once.
+#include "ddp/app/config_schema.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <type_traits>
+
+#include "ddp/app/config_detail.hpp"
+
+// The tables below use designated initializers and leave the fields a key does not need at their
+// defaults; GCC < 14 warns about every such omission (GCC bug 96868), so silence it in this file.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace ddp::app {
+namespace {
+
+// DDP_KEY(train, epochs) names the key and points at its field in one go, so the two cannot
+// diverge.
+#define DDP_KEY(section, key) \
+  .name = #section "." #key, .field = [](Config& c) -> ConfigField { return &c.section.key; }
+#define DDP_LAYER_KEY(key) \
+  .name = #key, .field = [](nn::LayerSpec& s) -> LayerField { return &s.key; }
+
+Range at_least(double lo) {
+  return {.lo = lo};
+}
+Range above(double lo) {
+  return {.lo = lo, .lo_open = true};
+}
+Range unit_open() {
+  return {.lo = 0.0, .hi = 1.0, .hi_open = true};
+}  // [0, 1)
+
+std::vector<std::string_view> preset_choices() {
+  std::vector<std::string_view> out = {""};
+  for (auto name : preset_names()) out.push_back(name);
+  return out;
+}
+
+std::string join(const std::vector<std::string_view>& items, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += sep;
+    out += items[i].empty() ? std::string("\"\"") : std::string(items[i]);
+  }
+  return out;
+}
+
+template <class Variant>
+ValueType type_of(const Variant& field) {
+  return std::visit(
+      [](auto* p) {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, bool>)
+          return ValueType::kBool;
+        else if constexpr (std::is_integral_v<T>)
+          return ValueType::kInt;
+        else if constexpr (std::is_floating_point_v<T>)
+          return ValueType::kFloat;
+        else if constexpr (std::is_same_v<T, std::string>)
+          return ValueType::kString;
+        else
+          return ValueType::kFloatList;
+      },
+      field);
+}
+
+template <class Variant>
+Value read(const Variant& field) {
+  return std::visit(
+      [](auto* p) -> Value {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, bool>)
+          return *p;
+        else if constexpr (std::is_integral_v<T>)
+          return static_cast<std::int64_t>(*p);
+        else if constexpr (std::is_floating_point_v<T>)
+          return static_cast<double>(*p);
+        else
+          return *p;
+      },
+      field);
+}
+
+template <class Variant>
+void write(const Variant& field, const Value& v) {
+  std::visit(
+      [&v](auto* p) {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, bool>)
+          *p = std::get<bool>(v);
+        else if constexpr (std::is_integral_v<T>)
+          *p = static_cast<T>(std::get<std::int64_t>(v));
+        else if constexpr (std::is_floating_point_v<T>)
+          *p = static_cast<T>(std::get<double>(v));
+        else
+          *p = std::get<T>(v);
+      },
+      field);
+}
+
+// "1 or 3".
+std::string sizes_text(const std::vector<std::size_t>& sizes) {
+  std::string out;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (i) out += i + 1 == sizes.size() ? " or " : ", ";
+    out += std::to_string(sizes[i]);
+  }
+  return out;
+}
+
+std::optional<std::string> check_number(double v, const Range& r, std::string_view prefix) {
+  if (!std::isfinite(v)) return std::string(prefix) + "must be a finite number";
+  if (!r.contains(v)) return std::string(prefix) + "must be " + r.text();
+  return std::nullopt;
+}
+
+std::optional<std::string> check_choice(const std::string& s,
+                                        const std::vector<std::string_view>& choices) {
+  if (choices.empty() || std::find(choices.begin(), choices.end(), s) != choices.end())
+    return std::nullopt;
+  std::vector<std::string> names(choices.begin(), choices.end());
+  return "must be one of " + join(choices, ", ") + detail::did_you_mean(s, names);
+}
+
+// Checks shared by ConfigKey and LayerKey (a float layer field is stored as float, hence
+// `as_float`: the value must survive the narrowing).
+std::optional<std::string> check_scalar(const Value& v, const Range& range,
+                                        const std::vector<std::string_view>& choices,
+                                        bool as_float) {
+  if (const auto* i = std::get_if<std::int64_t>(&v))
+    return check_number(static_cast<double>(*i), range, "");
+  if (const auto* d = std::get_if<double>(&v)) {
+    if (auto e = check_number(*d, range, "")) return e;
+    const auto f = static_cast<float>(*d);
+    if (as_float && (!std::isfinite(f) || (*d != 0.0 && f == 0.0f)))
+      return std::string("must be representable as a 32-bit float");
+    return std::nullopt;
+  }
+  if (const auto* s = std::get_if<std::string>(&v)) return check_choice(*s, choices);
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool Range::contains(double v) const {
+  if (lo && (lo_open ? !(v > *lo) : !(v >= *lo))) return false;
+  if (hi && (hi_open ? !(v < *hi) : !(v <= *hi))) return false;
+  return true;
+}
+
+std::string Range::text() const {
+  using detail::format_float;
+  if (lo && hi) {
+    return "in " + std::string(lo_open ? "(" : "[") + format_float(*lo) + ", " + format_float(*hi) +
+           (hi_open ? ")" : "]");
+  }
+  if (lo) return (lo_open ? "> " : ">= ") + format_float(*lo);
+  if (hi) return (hi_open ? "< " : "<= ") + format_float(*hi);
+  return "";
+}
+
+// ---- configuration keys ----
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> keys = {
+      {DDP_KEY(run, dir), .help = "output directory (metrics.jsonl, snapshots)", .non_empty = true},
+
+      {DDP_KEY(data, dataset), .help = "dataset format and class count",
+       .choices = {"cifar10", "cifar100", "mnist", "fashion_mnist"}},
+      {DDP_KEY(data, root), .help = "directory holding the dataset files"},
+      {DDP_KEY(data, normalize),
+       .help = "pixel normalisation: config = data.mean/std, dataset = computed from the training "
+               "set, none = [0,1]",
+       .choices = {"config", "dataset", "none"}},
+      {DDP_KEY(data, mean),
+       .help = "per-channel mean on the [0,1] pixel scale (one value for all channels)",
+       .range = {.lo = 0.0, .hi = 1.0}, .sizes = {1, 3}},
+      {DDP_KEY(data, std), .help = "per-channel standard deviation on the [0,1] pixel scale",
+       .range = above(0.0), .sizes = {1, 3}},
+      {DDP_KEY(data, augment),
+       .help = "random crop (zero padding data.crop_padding) + horizontal flip"},
+      {DDP_KEY(data, crop_padding), .help = "padding of the random crop", .range = at_least(0)},
+      {DDP_KEY(data, train_limit), .help = "use only the first N training samples (0 = all)",
+       .range = at_least(0)},
+      {DDP_KEY(data, test_limit), .help = "use only the first N test samples (0 = all)",
+       .range = at_least(0)},
+      {DDP_KEY(data, prefetch), .help = "prepare the next batch on a background thread"},
+
+      {DDP_KEY(model, preset),
+       .help = "built-in architecture (\"\" when [[model.layers]] are given in the file)",
+       .choices = preset_choices()},
+
+      {DDP_KEY(train, epochs), .help = "passes over the training set", .range = at_least(1)},
+      {DDP_KEY(train, batch_size), .help = "samples per step on each rank", .range = at_least(1)},
+      // TOML integers are signed 64-bit, so that is the seed's range too.
+      {DDP_KEY(train, seed), .help = "seed of weights, sample order and augmentation",
+       .range = at_least(0)},
+      {DDP_KEY(train, save_every), .help = "epochs between snapshots (0 = only at the end)",
+       .range = at_least(0)},
+      {DDP_KEY(train, drop_last), .help = "drop the last, short batch of an epoch"},
+      {DDP_KEY(train, shuffle), .help = "shuffle the training set every epoch"},
+      {DDP_KEY(train, label_smoothing), .help = "cross-entropy label smoothing",
+       .range = unit_open()},
+      {DDP_KEY(train, eval_every),
+       .help = "epochs between test evaluations (the last epoch is always evaluated)",
+       .range = at_least(1)},
+
+      {DDP_KEY(optim, name), .help = "optimizer", .choices = {"sgd", "adam", "adamw"}},
+      {DDP_KEY(optim, lr), .help = "base learning rate", .range = above(0.0)},
+      {DDP_KEY(optim, momentum), .help = "sgd momentum", .range = unit_open()},
+      {DDP_KEY(optim, nesterov), .help = "sgd Nesterov momentum (needs optim.momentum > 0)"},
+      {DDP_KEY(optim, weight_decay), .help = "L2 penalty (sgd, adam) or decoupled decay (adamw)",
+       .range = at_least(0.0)},
+      {DDP_KEY(optim, beta1), .help = "adam/adamw first-moment decay", .range = unit_open()},
+      {DDP_KEY(optim, beta2), .help = "adam/adamw second-moment decay", .range = unit_open()},
+      {DDP_KEY(optim, eps), .help = "adam/adamw denominator epsilon", .range = above(0.0)},
+
+      {DDP_KEY(schedule, name), .help = "learning-rate schedule",
+       .choices = {"constant", "step", "cosine", "onecycle"}},
+      {DDP_KEY(schedule, warmup_epochs),
+       .help = "linear warm-up length in epochs, <= train.epochs (constant, step, cosine)",
+       .range = at_least(0.0)},
+      {DDP_KEY(schedule, warmup_start_factor),
+       .help = "warm-up starts at this fraction of optim.lr", .range = {.lo = 0.0, .hi = 1.0}},
+      {DDP_KEY(schedule, step_size), .help = "step: epochs between decays", .range = at_least(1)},
+      {DDP_KEY(schedule, gamma), .help = "step: decay factor",
+       .range = {.lo = 0.0, .hi = 1.0, .lo_open = true}},
+      {DDP_KEY(schedule, min_lr), .help = "cosine: final learning rate, <= optim.lr",
+       .range = at_least(0.0)},
+      {DDP_KEY(schedule, pct_start),
+       .help = "onecycle: fraction of the steps spent increasing the learning rate",
+       .range = {.lo = 0.0, .hi = 1.0, .lo_open = true, .hi_open = true}},
+      {DDP_KEY(schedule, div_factor), .help = "onecycle: initial lr = optim.lr / div_factor",
+       .range = at_least(1.0)},
+      {DDP_KEY(schedule, final_div_factor),
+       .help = "onecycle: final lr = initial lr / final_div_factor", .range = at_least(1.0)},
+
+      {DDP_KEY(runtime, device), .help = "compute device", .choices = {"auto", "cpu", "cuda"}},
+      {DDP_KEY(runtime, threads),
+       .help = "compute threads per rank (0 = the cores this rank may use)", .range = at_least(0)},
+  };
+  return keys;
+}
+
+const ConfigKey* find_config_key(std::string_view name) {
+  for (const auto& k : config_keys())
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+std::vector<std::string> config_sections() {
+  std::vector<std::string> out;
+  for (const auto& k : config_keys()) {
+    std::string s(k.section());
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  }
+  return out;
+}
+
+ValueType ConfigKey::type() const {
+  Config c;
+  return type_of(field(c));
+}
+
+std::string_view ConfigKey::section() const {
+  return name.substr(0, name.find('.'));
+}
+std::string_view ConfigKey::leaf() const {
+  return name.substr(name.find('.') + 1);
+}
+
+std::string ConfigKey::default_text() const {
+  const Config defaults;
+  return detail::format_value(get(defaults));
+}
+
+std::string ConfigKey::constraint_text() const {
+  std::string out;
+  if (!choices.empty()) out = join(choices, "|");
+  if (!sizes.empty()) {
+    out = sizes_text(sizes) + " values";
+    if (auto r = range.text(); !r.empty()) out += ", each " + r;
+  } else if (auto r = range.text(); !r.empty()) {
+    out = r;
+  }
+  if (non_empty) out = "not empty";
+  return out;
+}
+
+std::optional<std::string> ConfigKey::check(const Value& v) const {
+  if (const auto* s = std::get_if<std::string>(&v); s && non_empty && s->empty())
+    return std::string("must not be empty");
+  if (const auto* list = std::get_if<std::vector<double>>(&v)) {
+    if (list->empty() ||
+        (!sizes.empty() && std::find(sizes.begin(), sizes.end(), list->size()) == sizes.end())) {
+      return "must have " + (sizes.empty() ? std::string("at least 1") : sizes_text(sizes)) +
+             " values, not " + std::to_string(list->size());
+    }
+    for (double x : *list)
+      if (auto e = check_number(x, range, "each value ")) return e;
+    return std::nullopt;
+  }
+  return check_scalar(v, range, choices, false);
+}
+
+Value ConfigKey::get(const Config& c) const {
+  // `field` only computes an address; nothing is written through it here.
+  return read(field(const_cast<Config&>(c)));
+}
+
+void ConfigKey::set(Config& c, const Value& v) const {
+  write(field(c), v);
+}
+
+// ---- [[model.layers]] keys ----
+
+const std::vector<std::string_view>& layer_types() {
+  static const std::vector<std::string_view> types = {"conv2d", "relu",    "maxpool", "avgpool",
+                                                      "linear", "flatten", "dropout", "batchnorm"};
+  return types;
+}
+
+const std::vector<LayerKey>& layer_keys() {
+  static const std::vector<LayerKey> keys = {
+      {DDP_LAYER_KEY(type), .help = "layer type", .choices = layer_types()},
+      {DDP_LAYER_KEY(name),
+       .help = "unique name (default: conv1, relu1, pool1, fc1, bn1, drop1, flatten1, ...)",
+       .identifier = true},
+      {DDP_LAYER_KEY(out_channels), .help = "output channels", .range = at_least(1),
+       .applies_to = {"conv2d"}, .required_for = {"conv2d"}},
+      {DDP_LAYER_KEY(out_features), .help = "output features", .range = at_least(1),
+       .applies_to = {"linear"}, .required_for = {"linear"}},
+      {DDP_LAYER_KEY(kernel), .help = "square window size", .range = at_least(1),
+       .applies_to = {"conv2d", "maxpool", "avgpool"},
+       .required_for = {"conv2d", "maxpool", "avgpool"}},
+      {DDP_LAYER_KEY(stride), .help = "step of the window (0 = 1 for conv2d, = kernel for pools)",
+       .range = at_least(0), .applies_to = {"conv2d", "maxpool", "avgpool"}},
+      {DDP_LAYER_KEY(padding), .help = "zero padding on each side (pools: at most kernel / 2)",
+       .range = at_least(0), .applies_to = {"conv2d", "maxpool", "avgpool"}},
+      {DDP_LAYER_KEY(bias), .help = "learn an additive bias", .applies_to = {"conv2d", "linear"}},
+      {DDP_LAYER_KEY(p), .help = "drop probability", .range = unit_open(),
+       .applies_to = {"dropout"}},
+      {DDP_LAYER_KEY(momentum), .help = "running-statistics momentum (PyTorch convention)",
+       .range = {.lo = 0.0, .hi = 1.0, .lo_open = true}, .applies_to = {"batchnorm"}},
+      {DDP_LAYER_KEY(eps), .help = "variance epsilon", .range = above(0.0),
+       .applies_to = {"batchnorm"}},
+  };
+  return keys;
+}
+
+const LayerKey* find_layer_key(std::string_view name) {
+  for (const auto& k : layer_keys())
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+ValueType LayerKey::type() const {
+  nn::LayerSpec s;
+  return type_of(field(s));
+}
+
+bool LayerKey::applies(std::string_view layer_type) const {
+  return applies_to.empty() ||
+         std::find(applies_to.begin(), applies_to.end(), layer_type) != applies_to.end();
+}
+
+bool LayerKey::required(std::string_view layer_type) const {
+  return std::find(required_for.begin(), required_for.end(), layer_type) != required_for.end();
+}
+
+std::optional<std::string> LayerKey::check(const Value& v) const {
+  if (const auto* s = std::get_if<std::string>(&v); s && identifier) {
+    const bool ok = !s->empty() && std::all_of(s->begin(), s->end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+    });
+    // The name becomes part of snapshot dataset paths, so keep it to a portable alphabet.
+    if (!ok) return std::string("must be non-empty and use only letters, digits, '_', '-' and '.'");
+  }
+  return check_scalar(v, range, choices, type() == ValueType::kFloat);
+}
+
+Value LayerKey::get(const nn::LayerSpec& s) const {
+  // `field` only computes an address; nothing is written through it here.
+  return read(field(const_cast<nn::LayerSpec&>(s)));
+}
+
+void LayerKey::set(nn::LayerSpec& s, const Value& v) const {
+  write(field(s), v);
+}
+
+#undef DDP_KEY
+#undef DDP_LAYER_KEY
+
+}  // namespace ddp::app

@@ -1,0 +1,87 @@
+// The resolved configuration as TOML: every schema key and the layer list, built as a toml++ table
+// and streamed, so that load_config reads it back to the same Config.
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "ddp/app/config_detail.hpp"
+
+namespace ddp::app::detail {
+namespace {
+
+// A float layer field as the double with the float's shortest text (0.1f -> 0.1, not
+// 0.100000001490116), so the output reads as the user wrote it and still narrows back exactly.
+double widen(float f) {
+  char buf[32];
+  const auto res = std::to_chars(buf, buf + sizeof buf, f);
+  double d = static_cast<double>(f);
+  std::from_chars(buf, res.ptr, d);
+  return d;
+}
+
+// toml++ prints floats either with 17 significant digits (exact, but 0.05 comes out as
+// 0.050000000000000003) or with 6 (readable, but lossy). It cannot choose per value, so the whole
+// document gets 6 digits only when every float it holds survives that.
+class FloatTracker {
+ public:
+  double operator()(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    if (std::strtod(buf, nullptr) != v) short_ok_ = false;
+    return v;
+  }
+  bool short_ok() const { return short_ok_; }
+
+ private:
+  bool short_ok_ = true;
+};
+
+void insert(toml::table& table, std::string_view key, const Value& v, FloatTracker& track) {
+  if (const auto* i = std::get_if<std::int64_t>(&v)) {
+    table.insert(key, *i);
+  } else if (const auto* d = std::get_if<double>(&v)) {
+    table.insert(key, track(*d));
+  } else if (const auto* b = std::get_if<bool>(&v)) {
+    table.insert(key, *b);
+  } else if (const auto* s = std::get_if<std::string>(&v)) {
+    table.insert(key, *s);
+  } else {
+    toml::array list;
+    for (double x : std::get<std::vector<double>>(v)) list.push_back(track(x));
+    table.insert(key, std::move(list));
+  }
+}
+
+}  // namespace
+
+std::string to_toml(const Config& cfg) {
+  FloatTracker track;
+  toml::table root;
+  for (const auto& key : config_keys()) {
+    if (!root.contains(key.section())) root.insert(key.section(), toml::table{});
+    insert(*root.get_as<toml::table>(key.section()), key.leaf(), key.get(cfg), track);
+  }
+
+  toml::array layers;
+  for (const auto& spec : cfg.model.layers) {
+    toml::table layer;
+    for (const auto& key : layer_keys()) {
+      if (!key.applies(spec.type)) continue;
+      Value v = key.get(spec);
+      if (auto* d = std::get_if<double>(&v)) *d = widen(static_cast<float>(*d));
+      insert(layer, key.name, v, track);
+    }
+    layers.push_back(std::move(layer));
+  }
+  root.get_as<toml::table>("model")->insert("layers", std::move(layers));
+
+  std::ostringstream out;
+  out << "# ddp_train: the resolved configuration (every key, defaults included).\n\n";
+  out << toml::toml_formatter(root, track.short_ok() ? toml::format_flags::relaxed_float_precision
+                                                     : toml::format_flags::none);
+  out << '\n';
+  return out.str();
+}
+
+}  // namespace ddp::app::detail

@@ -1,0 +1,80 @@
+// The CPU backend object: wires the Backend interface to the oneDNN ops and the free kernels.
+#include "ddp/backend/cpu_backend.hpp"
+
+#include <omp.h>
+
+#include "cpu_kernels.hpp"
+#include "cpu_ops.hpp"
+#include "dnnl_util.hpp"
+
+namespace ddp::backend {
+namespace cpu {
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  static dnnl::stream s(engine());
+  return s;
+}
+
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  Device device() const override { return Device::cpu; }
+  std::string name() const override { return "cpu (oneDNN)"; }
+
+  std::unique_ptr<ConvOp> conv(const ConvGeom& g) override { return make_conv(g); }
+  std::unique_ptr<PoolOp> pool(const PoolGeom& g) override { return make_pool(g); }
+  std::unique_ptr<LinearOp> linear(const LinearGeom& g) override { return make_linear(g); }
+  std::unique_ptr<BatchNormOp> batch_norm(const BatchNormGeom& g) override {
+    return make_batch_norm(g);
+  }
+
+  void relu_forward(std::int64_t count, const float* x, float* y) override {
+    cpu::relu_forward(count, x, y);
+  }
+  void relu_backward(std::int64_t count, const float* y, const float* dy, float* dx) override {
+    cpu::relu_backward(count, y, dy, dx);
+  }
+  void dropout_forward(std::int64_t n, std::int64_t per_sample, float p, std::uint64_t seed,
+                       const std::int64_t* sample_ids, const float* x, float* mask,
+                       float* y) override {
+    cpu::dropout_forward(n, per_sample, p, seed, sample_ids, x, mask, y);
+  }
+  void mul(std::int64_t count, const float* a, const float* b, float* y) override {
+    cpu::mul(count, a, b, y);
+  }
+  LossResult softmax_xent(std::int64_t n, std::int64_t classes, const float* logits,
+                          const std::int32_t* labels, float label_smoothing, float grad_scale,
+                          float* dlogits) override {
+    return cpu::softmax_xent(n, classes, logits, labels, label_smoothing, grad_scale, dlogits);
+  }
+  void sgd_step(std::int64_t count, const SgdHyper& h, float* w, const float* g,
+                float* m) override {
+    cpu::sgd_step(count, h, w, g, m);
+  }
+  void adam_step(std::int64_t count, const AdamHyper& h, float* w, const float* g, float* m,
+                 float* v) override {
+    cpu::adam_step(count, h, w, g, m, v);
+  }
+  void fill(std::int64_t count, float value, float* y) override { cpu::fill(count, value, y); }
+  void copy(std::int64_t count, const float* x, float* y) override { cpu::copy(count, x, y); }
+  void add(std::int64_t count, const float* x, float* y) override { cpu::add(count, x, y); }
+};
+
+}  // namespace
+}  // namespace cpu
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<cpu::CpuBackend>(); }
+
+void set_compute_threads(int n) {
+  if (n > 0) omp_set_num_threads(n);
+}
+
+int compute_threads() { return omp_get_max_threads(); }
+
+}  // namespace ddp::backend

@@ -1,0 +1,24 @@
+#pragma once
+// The CPU backend's free kernels (element-wise, loss, optimizer updates).
+#include <cstdint>
+
+#include "ddp/backend/backend.hpp"
+
+namespace ddp::backend::cpu {
+
+void relu_forward(std::int64_t count, const float* x, float* y);
+void relu_backward(std::int64_t count, const float* y, const float* dy, float* dx);
+void dropout_forward(std::int64_t n, std::int64_t per_sample, float p, std::uint64_t seed,
+                     const std::int64_t* sample_ids, const float* x, float* mask, float* y);
+void mul(std::int64_t count, const float* a, const float* b, float* y);
+void fill(std::int64_t count, float value, float* y);
+void copy(std::int64_t count, const float* x, float* y);
+void add(std::int64_t count, const float* x, float* y);
+Backend::LossResult softmax_xent(std::int64_t n, std::int64_t classes, const float* logits,
+                                 const std::int32_t* labels, float label_smoothing,
+                                 float grad_scale, float* dlogits);
+void sgd_step(std::int64_t count, const Backend::SgdHyper& h, float* w, const float* g, float* m);
+void adam_step(std::int64_t count, const Backend::AdamHyper& h, float* w, const float* g, float* m,
+               float* v);
+
+}  // namespace ddp::backend::cpu

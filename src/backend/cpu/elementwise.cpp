@@ -1,0 +1,62 @@
+// Element-wise kernels of the CPU backend: plain loops the compiler vectorises, split over OpenMP
+// threads only when the array is large enough to pay for the fork.
+#include <cmath>
+
+#include "cpu_kernels.hpp"
+#include "ddp/rng.hpp"
+
+namespace ddp::backend::cpu {
+
+namespace {
+constexpr std::int64_t kParallelMin = 1 << 16;
+}
+
+void relu_forward(std::int64_t count, const float* x, float* y) {
+#pragma omp parallel for simd if (count >= kParallelMin) schedule(static)
+  for (std::int64_t i = 0; i < count; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void relu_backward(std::int64_t count, const float* y, const float* dy, float* dx) {
+#pragma omp parallel for simd if (count >= kParallelMin) schedule(static)
+  for (std::int64_t i = 0; i < count; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+void dropout_forward(std::int64_t n, std::int64_t per_sample, float p, std::uint64_t seed,
+                     const std::int64_t* sample_ids, const float* x, float* mask, float* y) {
+  const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  // Threshold on 24 random bits, as CounterRng::next_float does.
+  const auto threshold = static_cast<std::uint64_t>(static_cast<double>(p) * 0x1.0p24);
+#pragma omp parallel for if (n * per_sample >= kParallelMin) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint64_t key = hash_words(seed, static_cast<std::uint64_t>(RngStream::dropout),
+                                         static_cast<std::uint64_t>(sample_ids[i]));
+    for (std::int64_t j = 0; j < per_sample; ++j) {
+      const std::uint64_t bits = mix64(key + static_cast<std::uint64_t>(j)) >> 40;
+      const float m = bits >= threshold ? keep_scale : 0.0f;
+      mask[i * per_sample + j] = m;
+      y[i * per_sample + j] = x[i * per_sample + j] * m;
+    }
+  }
+}
+
+void mul(std::int64_t count, const float* a, const float* b, float* y) {
+#pragma omp parallel for simd if (count >= kParallelMin) schedule(static)
+  for (std::int64_t i = 0; i < count; ++i) y[i] = a[i] * b[i];
+}
+
+void fill(std::int64_t count, float value, float* y) {
+#pragma omp parallel for simd if (count >= kParallelMin) schedule(static)
+  for (std::int64_t i = 0; i < count; ++i) y[i] = value;
+}
+
+void copy(std::int64_t count, const float* x, float* y) {
+#pragma omp parallel for simd if (count >= kParallelMin) schedule(static)
+  for (std::int64_t i = 0; i < count; ++i) y[i] = x[i];
+}
+
+void add(std::int64_t count, const float* x, float* y) {
+#pragma omp parallel for simd if (count >= kParallelMin) schedule(static)
+  for (std::int64_t i = 0; i < count; ++i) y[i] += x[i];
+}
+
+}  // namespace ddp::backend::cpu

@@ -1,0 +1,94 @@
+// Max and average pooling on oneDNN. Max pooling keeps oneDNN's argmax workspace from the last
+// training forward for the backward pass. Average pooling excludes padding (PyTorch's
+// count_include_pad=False is not the default, but with our zero-padding configs both agree).
+#include <map>
+
+#include "cpu_ops.hpp"
+#include "ddp/error.hpp"
+#include "dnnl_util.hpp"
+
+namespace ddp::backend::cpu {
+namespace {
+
+class Pool final : public PoolOp {
+ public:
+  explicit Pool(const PoolGeom& g) : g_(g) {}
+
+  void forward(std::int64_t n, const float* x, float* y, bool training) override {
+    auto& p = prims(n);
+    bind(p.src, x);
+    bind(p.dst, y);
+    if (training) {
+      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, p.src}, {DNNL_ARG_DST, p.dst}};
+      if (g_.kind == PoolKind::max) args.emplace(DNNL_ARG_WORKSPACE, p.ws);
+      p.fwd_train.execute(stream(), args);
+      last_train_n_ = n;
+    } else {
+      p.fwd_infer.execute(stream(), {{DNNL_ARG_SRC, p.src}, {DNNL_ARG_DST, p.dst}});
+    }
+    stream().wait();
+  }
+
+  void backward(std::int64_t n, const float* dy, float* dx) override {
+    if (n != last_train_n_)
+      throw Error("internal: pooling backward without a matching training forward");
+    auto& p = prims(n);
+    bind(p.ddst, dy);
+    bind(p.dsrc, dx);
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DIFF_DST, p.ddst},
+                                               {DNNL_ARG_DIFF_SRC, p.dsrc}};
+    if (g_.kind == PoolKind::max) args.emplace(DNNL_ARG_WORKSPACE, p.ws);
+    p.bwd.execute(stream(), args);
+    stream().wait();
+  }
+
+ private:
+  struct Prims {
+    dnnl::pooling_forward fwd_train, fwd_infer;
+    dnnl::pooling_backward bwd;
+    dnnl::memory src, dst, dsrc, ddst, ws;
+  };
+
+  Prims& prims(std::int64_t n) {
+    auto it = cache_.find(n);
+    if (it != cache_.end()) return it->second;
+    using dims = dnnl::memory::dims;
+    const auto src = md({n, g_.c, g_.h, g_.w}, tag::nchw);
+    const auto dst = md({n, g_.c, g_.oh, g_.ow}, tag::nchw);
+    const dims strides{g_.stride, g_.stride}, kernel{g_.kh, g_.kw}, pad{g_.pad, g_.pad};
+    const dims pad_r{(g_.oh - 1) * g_.stride + g_.kh - g_.h - g_.pad,
+                     (g_.ow - 1) * g_.stride + g_.kw - g_.w - g_.pad};
+    const auto alg = g_.kind == PoolKind::max ? dnnl::algorithm::pooling_max
+                                              : dnnl::algorithm::pooling_avg_exclude_padding;
+    dnnl::pooling_forward::primitive_desc train_pd(
+        dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, alg, src, dst, strides,
+                                    kernel, pad, pad_r),
+        engine());
+    dnnl::pooling_forward::primitive_desc infer_pd(
+        dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, alg, src, dst, strides,
+                                    kernel, pad, pad_r),
+        engine());
+    dnnl::pooling_backward::primitive_desc bwd_pd(
+        dnnl::pooling_backward::desc(alg, src, dst, strides, kernel, pad, pad_r), engine(),
+        train_pd);
+    Prims p{dnnl::pooling_forward(train_pd),
+            dnnl::pooling_forward(infer_pd),
+            dnnl::pooling_backward(bwd_pd),
+            mem(src),
+            mem(dst),
+            mem(src),
+            mem(dst),
+            dnnl::memory(train_pd.workspace_desc(), engine())};
+    return cache_.emplace(n, std::move(p)).first->second;
+  }
+
+  PoolGeom g_;
+  std::int64_t last_train_n_ = -1;
+  std::map<std::int64_t, Prims> cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<PoolOp> make_pool(const PoolGeom& g) { return std::make_unique<Pool>(g); }
+
+}  // namespace ddp::backend::cpu

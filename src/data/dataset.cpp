@@ -1,0 +1,68 @@
+#include "ddp/data/dataset.hpp"
+
+#include <utility>
+
+#include "ddp/error.hpp"
+
+namespace ddp::data {
+
+namespace {
+
+// Both buffers live in one shared block so that views made by head() keep them alive.
+struct Storage {
+  std::vector<std::uint8_t> pixels;
+  std::vector<std::uint8_t> labels;
+};
+
+}  // namespace
+
+Dataset::Dataset(std::string origin, std::int64_t c, std::int64_t h, std::int64_t w,
+                 int num_classes, std::vector<std::uint8_t> pixels,
+                 std::vector<std::uint8_t> labels)
+    : origin_(std::move(origin)), c_(c), h_(h), w_(w), num_classes_(num_classes) {
+  if (c <= 0 || h <= 0 || w <= 0) {
+    throw DataError(origin_ + ": invalid image shape " + std::to_string(c) + "x" +
+                    std::to_string(h) + "x" + std::to_string(w) +
+                    " (channels x height x width must all be positive)");
+  }
+  if (num_classes < 1 || num_classes > 256) {
+    throw DataError(origin_ + ": invalid number of classes " + std::to_string(num_classes) +
+                    " (uint8 labels allow 1..256)");
+  }
+  n_ = static_cast<std::int64_t>(labels.size());
+  const std::uint64_t expected =
+      static_cast<std::uint64_t>(n_) * static_cast<std::uint64_t>(c * h * w);
+  if (pixels.size() != expected) {
+    throw DataError(origin_ + ": " + std::to_string(labels.size()) + " labels of " +
+                    std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w) +
+                    " images need " + std::to_string(expected) + " pixel bytes, but there are " +
+                    std::to_string(pixels.size()));
+  }
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] >= num_classes) {
+      throw DataError(origin_ + ": sample " + std::to_string(i) + " has label " +
+                      std::to_string(labels[i]) + ", but labels must be in 0.." +
+                      std::to_string(num_classes - 1));
+    }
+  }
+  auto storage = std::make_shared<Storage>(Storage{std::move(pixels), std::move(labels)});
+  pixels_ = storage->pixels;
+  labels_ = storage->labels;
+  owner_ = std::move(storage);
+}
+
+Dataset Dataset::head(std::int64_t n) const {
+  if (n < 0) {
+    throw DataError(origin_ + ": cannot take the first " + std::to_string(n) +
+                    " samples; the count must be >= 0");
+  }
+  if (n >= n_) return *this;
+  Dataset d = *this;
+  d.origin_ = origin_ + " (first " + std::to_string(n) + " of " + std::to_string(n_) + " samples)";
+  d.n_ = n;
+  d.pixels_ = pixels_.first(static_cast<std::size_t>(n * image_bytes()));
+  d.labels_ = labels_.first(static_cast<std::size_t>(n));
+  return d;
+}
+
+}  // namespace ddp::data

@@ -1,0 +1,209 @@
+#include "file_io.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <system_error>
+
+#include "ddp/error.hpp"
+
+namespace ddp::data::detail {
+
+namespace fs = std::filesystem;
+
+std::string quoted(const fs::path& p) {
+  std::error_code ec;
+  fs::path abs = fs::absolute(p, ec);
+  if (ec) abs = p;
+  // Appended piecewise: `"'" + str + "'"` trips a GCC 12 -Wrestrict false positive.
+  std::string out(1, '\'');
+  out += abs.lexically_normal().string();
+  out += '\'';
+  return out;
+}
+
+void require_directory(const fs::path& dir, std::string_view dataset, std::string_view expected) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (!fs::exists(st)) {
+    throw DataError(std::string(dataset) + " directory " + quoted(dir) +
+                    " does not exist; expected " + std::string(expected) + " there");
+  }
+  if (!fs::is_directory(st)) {
+    throw DataError(std::string(dataset) + " root " + quoted(dir) +
+                    " is not a directory; it should be the directory holding " +
+                    std::string(expected));
+  }
+}
+
+std::uint64_t regular_file_size(const fs::path& file, std::string_view expected) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(file, ec);
+  if (!fs::exists(st)) {
+    throw DataError(quoted(file) + ": no such file; expected " + std::string(expected));
+  }
+  if (!fs::is_regular_file(st)) {
+    throw DataError(quoted(file) + ": not a regular file; expected " + std::string(expected));
+  }
+  const std::uintmax_t size = fs::file_size(file, ec);
+  if (ec) throw DataError(quoted(file) + ": cannot determine its size: " + ec.message());
+  return size;
+}
+
+namespace {
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+
+File open_for_reading(const fs::path& file) {
+  File f(std::fopen(file.c_str(), "rb"));
+  if (!f) {
+    const int err = errno;
+    throw DataError(quoted(file) +
+                    ": cannot open for reading: " + std::generic_category().message(err));
+  }
+  // We read in large chunks straight into the destination; stdio's buffer would only add a copy.
+  std::setvbuf(f.get(), nullptr, _IONBF, 0);
+  return f;
+}
+
+// Reads exactly `want` bytes at the current position of `f`, which is `done` bytes into the file.
+void fread_exact(std::FILE* f, const fs::path& file, std::uint8_t* out, std::size_t want,
+                 std::uint64_t done, std::uint64_t size) {
+  const std::size_t got = std::fread(out, 1, want, f);
+  if (got == want) return;
+  if (std::ferror(f)) {
+    const int err = errno;
+    throw DataError(quoted(file) + ": read error after " + std::to_string(done + got) +
+                    " bytes: " + std::generic_category().message(err));
+  }
+  throw DataError(quoted(file) + ": file ended after " + std::to_string(done + got) +
+                  " bytes but its size was " + std::to_string(size) +
+                  " bytes (was it modified while being read?)");
+}
+
+}  // namespace
+
+void read_exact(const fs::path& file, std::uint8_t* out, std::uint64_t size) {
+  File f = open_for_reading(file);
+  constexpr std::uint64_t kChunk = std::uint64_t{64} << 20;
+  for (std::uint64_t done = 0; done < size;) {
+    const std::size_t want = static_cast<std::size_t>(std::min(kChunk, size - done));
+    fread_exact(f.get(), file, out + done, want, done, size);
+    done += want;
+  }
+}
+
+void read_chunked(
+    const fs::path& file, std::uint64_t size, std::size_t chunk,
+    const std::function<void(const std::uint8_t*, std::size_t, std::uint64_t)>& consume) {
+  File f = open_for_reading(file);
+  std::vector<std::uint8_t> buf(static_cast<std::size_t>(std::min<std::uint64_t>(chunk, size)));
+  for (std::uint64_t done = 0; done < size;) {
+    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, size - done));
+    fread_exact(f.get(), file, buf.data(), want, done, size);
+    consume(buf.data(), want, done);
+    done += want;
+  }
+}
+
+bool is_gzip(const std::uint8_t* data, std::size_t size) {
+  return size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+}
+
+namespace {
+
+struct Inflater {
+  z_stream zs{};
+  bool live = false;
+  ~Inflater() {
+    if (live) inflateEnd(&zs);
+  }
+};
+
+std::vector<std::uint8_t> gunzip(const fs::path& file, const std::vector<std::uint8_t>& in) {
+  // The gzip trailer's ISIZE (uncompressed size mod 2^32) is a good first guess for the output
+  // size; deflate cannot expand by more than ~1032x, which bounds a corrupt trailer's claim.
+  std::uint64_t guess = 0;
+  if (in.size() >= 18) {
+    const std::uint8_t* t = in.data() + in.size() - 4;
+    guess = std::uint64_t{t[0]} | std::uint64_t{t[1]} << 8 | std::uint64_t{t[2]} << 16 |
+            std::uint64_t{t[3]} << 24;
+  }
+  guess = std::min<std::uint64_t>(guess, std::uint64_t{in.size()} * 1032);
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(std::max<std::uint64_t>(guess, 1 << 16)));
+
+  Inflater inf;
+  if (inflateInit2(&inf.zs, 15 + 16) != Z_OK) {  // 15 + 16: zlib window, gzip wrapper only
+    throw DataError(quoted(file) + ": cannot initialise zlib to decompress it");
+  }
+  inf.live = true;
+  z_stream& zs = inf.zs;
+  constexpr std::size_t kMaxAvail = std::size_t{1} << 30;  // avail_in/out are 32-bit
+  std::size_t in_pos = 0;
+  std::size_t out_pos = 0;
+  for (;;) {
+    if (out_pos == out.size()) out.resize(out.size() * 2);
+    const std::size_t in_chunk = std::min(kMaxAvail, in.size() - in_pos);
+    const std::size_t out_chunk = std::min(kMaxAvail, out.size() - out_pos);
+    zs.next_in = const_cast<Bytef*>(in.data() + in_pos);  // zlib's API is not const-correct
+    zs.avail_in = static_cast<uInt>(in_chunk);
+    zs.next_out = out.data() + out_pos;
+    zs.avail_out = static_cast<uInt>(out_chunk);
+    const int rc = inflate(&zs, Z_NO_FLUSH);
+    in_pos += in_chunk - zs.avail_in;
+    out_pos += out_chunk - zs.avail_out;
+    if (rc == Z_STREAM_END) {
+      // A gzip file may hold several members back to back (as `cat a.gz b.gz` makes).
+      if (in_pos < in.size() && is_gzip(in.data() + in_pos, in.size() - in_pos)) {
+        inflateReset(&zs);
+        continue;
+      }
+      if (in_pos < in.size()) {
+        throw DataError(quoted(file) +
+                        ": corrupt gzip file: " + std::to_string(in.size() - in_pos) +
+                        " unexpected bytes after the end of the compressed data");
+      }
+      break;
+    }
+    if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT || rc == Z_STREAM_ERROR || rc == Z_MEM_ERROR) {
+      throw DataError(quoted(file) + ": corrupt gzip stream after " + std::to_string(in_pos) +
+                      " compressed bytes (zlib: " +
+                      (zs.msg ? std::string(zs.msg) : "error " + std::to_string(rc)) +
+                      "); re-download or re-extract the file");
+    }
+    if (in_pos == in.size() && zs.avail_out != 0) {
+      // All input consumed, room left for output, but no end of stream: the file was cut short.
+      throw DataError(quoted(file) + ": truncated gzip stream: the file ends (" +
+                      std::to_string(in.size()) + " bytes) before the compressed data does (" +
+                      std::to_string(out_pos) +
+                      " bytes decompressed so far); re-download the file");
+    }
+  }
+  out.resize(out_pos);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> read_maybe_gzip(const fs::path& file, std::string_view expected,
+                                          bool* was_gzip) {
+  const std::uint64_t size = regular_file_size(file, expected);
+  if (size > std::numeric_limits<std::size_t>::max() / 2) {
+    throw DataError(quoted(file) + ": too large (" + std::to_string(size) + " bytes)");
+  }
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
+  read_exact(file, bytes.data(), size);
+  const bool gz = is_gzip(bytes.data(), bytes.size());
+  if (was_gzip) *was_gzip = gz;
+  if (!gz) return bytes;
+  return gunzip(file, bytes);
+}
+
+}  // namespace ddp::data::detail

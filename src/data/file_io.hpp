@@ -1,0 +1,45 @@
+#pragma once
+// File reading shared by the dataset readers (internal to src/data). Every failure is a DataError
+// that names the file by its absolute path.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ddp::data::detail {
+
+// The path as shown in messages: absolute and normalised, in single quotes, so a user on a cluster
+// (where every process may have another working directory) sees exactly which file is meant.
+std::string quoted(const std::filesystem::path& p);
+
+// Throws unless `dir` is an existing directory. `expected` describes what should be in it, e.g.
+// "data_batch_1.bin ... data_batch_5.bin and test_batch.bin (the CIFAR-10 binary version)".
+void require_directory(const std::filesystem::path& dir, std::string_view dataset,
+                       std::string_view expected);
+
+// Size of an existing regular file; throws (naming `expected`) when it is missing or not a file.
+std::uint64_t regular_file_size(const std::filesystem::path& file, std::string_view expected);
+
+// Reads exactly `size` bytes from the start of `file` into `out` (which must hold them), in large
+// chunks. Throws when the file is shorter than `size` (e.g. it shrank since it was sized).
+void read_exact(const std::filesystem::path& file, std::uint8_t* out, std::uint64_t size);
+
+// Reads the first `size` bytes of `file` in pieces of at most `chunk` bytes (a multiple of the
+// record size keeps records whole), handing each to `consume(data, bytes, offset)`. Bounds the
+// memory a reader needs besides its output.
+void read_chunked(
+    const std::filesystem::path& file, std::uint64_t size, std::size_t chunk,
+    const std::function<void(const std::uint8_t*, std::size_t, std::uint64_t)>& consume);
+
+// The whole content of `file`, decompressed when it starts with the gzip magic bytes 0x1f 0x8b (the
+// name does not matter). Corrupt or truncated gzip streams are DataErrors. `*was_gzip` (if given)
+// tells whether it was compressed, for messages about the decompressed size.
+std::vector<std::uint8_t> read_maybe_gzip(const std::filesystem::path& file,
+                                          std::string_view expected, bool* was_gzip = nullptr);
+
+// True when the first bytes are the gzip magic.
+bool is_gzip(const std::uint8_t* data, std::size_t size);
+
+}  // namespace ddp::data::detail

@@ -1,0 +1,73 @@
+// Batch normalisation over channels (of an image) or features: weight (gamma), bias (beta), and the
+// running mean/variance as non-trainable buffers.
+#include "layer_util.hpp"
+#include "layers.hpp"
+
+namespace ddp::nn {
+namespace {
+
+class BatchNorm final : public Layer {
+ public:
+  BatchNorm(const LayerSpec& spec, backend::Backend& be) : Layer(spec), be_(be) {}
+
+  Shape infer(const Shape& in) override {
+    if (in.rank() == 3) {
+      g_.c = in[0];
+      g_.h = in[1];
+      g_.w = in[2];
+    } else if (in.rank() == 1) {
+      g_.c = in[0];
+    } else {
+      shape_error(*this, in, "expects an image or a feature vector");
+    }
+    g_.eps = spec().eps;
+    g_.momentum = spec().momentum;
+    op_ = be_.batch_norm(g_);
+    return in;
+  }
+  std::vector<ParamSpec> param_specs() const override {
+    return {{"weight", Shape{g_.c}, Init::ones, 0}, {"bias", Shape{g_.c}, Init::zeros, 0}};
+  }
+  std::vector<ParamSpec> buffer_specs() const override {
+    return {{"running_mean", Shape{g_.c}, Init::zeros, 0},
+            {"running_var", Shape{g_.c}, Init::ones, 0}};
+  }
+  void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+            const std::vector<Tensor>& buffers) override {
+    gamma_ = params.at(0);
+    beta_ = params.at(1);
+    dgamma_ = grads.at(0);
+    dbeta_ = grads.at(1);
+    mean_ = buffers.at(0);
+    var_ = buffers.at(1);
+  }
+  void forward(const Tensor& x, const Tensor& y, const StepContext& ctx) override {
+    op_->forward(x.shape()[0], x.data(), gamma_.data(), beta_.data(), mean_.data(), var_.data(),
+                 y.data(), ctx.mode == Mode::train);
+  }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor* dx) override {
+    // oneDNN always produces diff_src; a first-layer batch norm gets a scratch buffer.
+    float* dx_data = dx ? dx->data() : nullptr;
+    if (!dx_data) {
+      if (scratch_.numel() < x.numel()) scratch_ = Tensor::zeros(x.shape());
+      dx_data = scratch_.data();
+    }
+    op_->backward(x.shape()[0], x.data(), dy.data(), gamma_.data(), dx_data, dgamma_.data(),
+                  dbeta_.data());
+  }
+  double forward_flops() const override { return 4.0 * static_cast<double>(g_.c * g_.h * g_.w); }
+
+ private:
+  backend::Backend& be_;
+  backend::BatchNormGeom g_;
+  std::unique_ptr<backend::BatchNormOp> op_;
+  Tensor gamma_, beta_, dgamma_, dbeta_, mean_, var_, scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_batch_norm(const LayerSpec& spec, backend::Backend& be) {
+  return std::make_unique<BatchNorm>(spec, be);
+}
+
+}  // namespace ddp::nn

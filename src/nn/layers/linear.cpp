@@ -1,0 +1,56 @@
+// Fully connected layer: weight [out, in], optional bias [out]. A multi-dimensional input is
+// flattened implicitly (as after nn.Flatten).
+#include "layer_util.hpp"
+#include "layers.hpp"
+
+namespace ddp::nn {
+namespace {
+
+class Linear final : public Layer {
+ public:
+  Linear(const LayerSpec& spec, backend::Backend& be) : Layer(spec), be_(be) {}
+
+  Shape infer(const Shape& in) override {
+    g_.in = in.numel();
+    g_.out = spec().out_features;
+    g_.bias = spec().bias;
+    op_ = be_.linear(g_);
+    return Shape{g_.out};
+  }
+  std::vector<ParamSpec> param_specs() const override {
+    std::vector<ParamSpec> p{{"weight", Shape{g_.out, g_.in}, Init::uniform_fan_in, g_.in}};
+    if (g_.bias) p.push_back({"bias", Shape{g_.out}, Init::uniform_fan_in, g_.in});
+    return p;
+  }
+  void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+            const std::vector<Tensor>&) override {
+    w_ = params.at(0);
+    dw_ = grads.at(0);
+    if (g_.bias) {
+      b_ = params.at(1);
+      db_ = grads.at(1);
+    }
+  }
+  void forward(const Tensor& x, const Tensor& y, const StepContext&) override {
+    op_->forward(x.shape()[0], x.data(), w_.data(), b_.data(), y.data());
+  }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor* dx) override {
+    op_->backward(x.shape()[0], x.data(), w_.data(), dy.data(), dx ? dx->data() : nullptr,
+                  dw_.data(), db_.data());
+  }
+  double forward_flops() const override { return 2.0 * static_cast<double>(g_.in * g_.out); }
+
+ private:
+  backend::Backend& be_;
+  backend::LinearGeom g_;
+  std::unique_ptr<backend::LinearOp> op_;
+  Tensor w_, b_, dw_, db_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_linear(const LayerSpec& spec, backend::Backend& be) {
+  return std::make_unique<Linear>(spec, be);
+}
+
+}  // namespace ddp::nn

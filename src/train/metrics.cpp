@@ -1,0 +1,101 @@
+#include "ddp/train/metrics.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "ddp/error.hpp"
+
+namespace ddp::train {
+
+std::string with_thousands(double value) {
+  auto v = static_cast<long long>(std::llround(value));
+  std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+std::string format_epoch_line(const EpochMetrics& m) {
+  char buf[256];
+  std::string acc = m.evaluated ? "" : " (not evaluated)";
+  if (m.evaluated) {
+    std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * m.test_acc);
+    acc = buf;
+  }
+  std::snprintf(buf, sizeof buf, "epoch %lld/%lld | steps %lld | loss %.3f | test acc %s | %s img/s | %.1f s",
+                static_cast<long long>(m.epoch), static_cast<long long>(m.epochs),
+                static_cast<long long>(m.steps), m.train_loss, acc.c_str(),
+                with_thousands(m.images_per_s).c_str(), m.epoch_s);
+  return buf;
+}
+
+namespace {
+
+// JSON numbers: enough digits to round-trip a double; non-finite values become null.
+std::string num(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+MetricsLog::MetricsLog(const std::filesystem::path& dir, bool append)
+    : path_(dir / "metrics.jsonl"),
+      out_(path_, append ? std::ios::app : std::ios::trunc) {
+  if (!out_) throw SystemError("cannot write " + path_.string() + ": check that run.dir is writable");
+}
+
+void MetricsLog::write_epoch(const EpochMetrics& m) {
+  out_ << "{\"epoch\": " << m.epoch << ", \"steps\": " << m.steps
+       << ", \"train_loss\": " << num(m.train_loss) << ", \"train_acc\": " << num(m.train_acc);
+  if (m.evaluated)
+    out_ << ", \"test_loss\": " << num(m.test_loss) << ", \"test_acc\": " << num(m.test_acc)
+         << ", \"test_samples\": " << m.test_samples;
+  out_ << ", \"lr\": " << num(m.lr) << ", \"images_per_s\": " << num(m.images_per_s)
+       << ", \"epoch_s\": " << num(m.epoch_s) << ", \"eval_s\": " << num(m.eval_s) << "}\n";
+  out_.flush();
+  if (!out_) throw SystemError("writing " + path_.string() + " failed (disk full?)");
+}
+
+void MetricsLog::write_summary(const EpochMetrics& last, double total_s, std::int64_t world_size,
+                               std::uint64_t weights_digest) {
+  char digest[32];
+  std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(weights_digest));
+  out_ << "{\"summary\": true, \"epochs\": " << last.epoch
+       << ", \"final_train_loss\": " << num(last.train_loss)
+       << ", \"final_test_loss\": " << num(last.test_loss)
+       << ", \"final_test_acc\": " << num(last.test_acc) << ", \"total_s\": " << num(total_s)
+       << ", \"world_size\": " << world_size << ", \"weights_digest\": \"" << digest << "\"}\n";
+  out_.flush();
+  if (!out_) throw SystemError("writing " + path_.string() + " failed (disk full?)");
+}
+
+ProgressBar::ProgressBar(bool enabled, std::int64_t epoch, std::int64_t epochs, std::int64_t steps)
+    : enabled_(enabled), epoch_(epoch), epochs_(epochs), steps_(steps) {}
+
+void ProgressBar::update(std::int64_t step, double loss, double images_per_s) {
+  if (!enabled_) return;
+  constexpr int kWidth = 30;
+  const int filled = steps_ > 0 ? static_cast<int>(kWidth * step / steps_) : kWidth;
+  std::string bar(static_cast<std::size_t>(filled), '#');
+  bar.resize(kWidth, '.');
+  std::fprintf(stdout, "\repoch %lld/%lld [%s] %lld/%lld | loss %.3f | %s img/s ",
+               static_cast<long long>(epoch_), static_cast<long long>(epochs_), bar.c_str(),
+               static_cast<long long>(step), static_cast<long long>(steps_), loss,
+               with_thousands(images_per_s).c_str());
+  std::fflush(stdout);
+}
+
+void ProgressBar::clear() {
+  if (!enabled_) return;
+  std::fprintf(stdout, "\r\033[K");
+  std::fflush(stdout);
+}
+
+}  // namespace ddp::train

@@ -1,0 +1,35 @@
+# Shared helpers for the integration tests. Each test is run by CTest as
+#   bash tests/integration/test_X.sh PATH/TO/ddp_train SOURCE_DIR
+# and exits 0 (pass), 77 (skipped, with the reason printed) or anything else (fail).
+set -euo pipefail
+BIN=$(realpath "$1")
+SRC=$(realpath "$2")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ddp_it.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+FASHION=/usr/share/datasets/fashion-mnist
+CIFAR="$SRC/../shared/data/cifar-10-batches-bin"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP: $*"; exit 77; }
+pass() { echo "PASS: $*"; exit 0; }
+
+# mpirun with the opt-ins a root container needs; all traffic stays on loopback.
+mpirun_local() {
+  local extra=(--oversubscribe --mca btl self,vader,tcp --mca btl_tcp_if_include lo
+               --mca oob_tcp_if_include lo)
+  [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
+  mpirun "${extra[@]}" "$@"
+}
+
+# Value of a numeric field of the summary line of a metrics.jsonl file.
+summary_field() {
+  grep '"summary": true' "$1" | grep -o "\"$2\": [^,}]*" | head -1 | sed 's/^[^:]*: *//; s/"//g'
+}
+
+# metrics.jsonl without the wall-clock fields (for comparing runs).
+metrics_without_timing() {
+  sed -E 's/, "(images_per_s|epoch_s|eval_s|total_s)": [^,}]*//g' "$1"
+}
+
+# awk-based float comparison: ge A B -> success when A >= B.
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
