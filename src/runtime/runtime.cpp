@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "ddp/error.hpp"
 
@@ -29,6 +30,17 @@ Runtime::~Runtime() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalize_ && !finalized) MPI_Finalize();
+}
+
+bool stdout_is_terminal() {
+  if (!isatty(STDOUT_FILENO)) return false;
+  if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK")) return true;
+  const std::string fd = "/proc/" + std::to_string(getppid()) + "/fd/1";
+  char target[256] = {};
+  const ssize_t n = readlink(fd.c_str(), target, sizeof target - 1);
+  if (n <= 0) return false;
+  const std::string t(target, static_cast<std::size_t>(n));
+  return t.rfind("/dev/pts/", 0) == 0 || t.rfind("/dev/tty", 0) == 0;
 }
 
 void Runtime::abort(int code) const {

@@ -1,7 +1,5 @@
 #include "ddp/train/trainer.hpp"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +11,7 @@
 #include "ddp/data/sampler.hpp"
 #include "ddp/error.hpp"
 #include "ddp/rng.hpp"
+#include "ddp/runtime/runtime.hpp"
 
 namespace ddp::train {
 namespace {
@@ -112,7 +111,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch) {
   const std::int64_t classes = model_->num_classes();
   auto params = model_->params();
   auto grads = model_->grads();
-  ProgressBar bar(comm_.rank() == 0 && isatty(STDOUT_FILENO), epoch + 1, cfg_.train.epochs,
+  ProgressBar bar(comm_.rank() == 0 && runtime::stdout_is_terminal(), epoch + 1, cfg_.train.epochs,
                   steps_per_epoch_);
 
   double loss_sum = 0.0;

@@ -12,7 +12,8 @@ enum class Split { train, test };
 
 // CIFAR-10 binary: data_batch_1..5.bin (train) or test_batch.bin (test) in root.
 Dataset read_cifar10(const std::filesystem::path& root, Split split);
-// CIFAR-100 binary: train.bin / test.bin in root; <coarse label, fine label, 3072 pixels>; fine labels.
+// CIFAR-100 binary: train.bin / test.bin in root; records <coarse label, fine label, 3072 pixels>.
+// Uses the fine labels (100 classes).
 Dataset read_cifar100(const std::filesystem::path& root, Split split);
 // IDX image + label files (raw or gzip, detected by magic bytes, not by name).
 Dataset read_idx(const std::filesystem::path& images, const std::filesystem::path& labels,

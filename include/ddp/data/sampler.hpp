@@ -13,7 +13,7 @@ struct SamplerOptions {
   int world_size = 1;
   int rank = 0;
   bool shuffle = true;
-  bool drop_last = false;         // drop a last global batch shorter than global_batch
+  bool drop_last = false;  // drop a last global batch shorter than global_batch
   std::uint64_t seed = 0;
 };
 

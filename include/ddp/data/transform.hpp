@@ -18,10 +18,10 @@ struct Normalization {
 Normalization compute_normalization(const Dataset& ds);
 
 struct Augmentation {
-  // Pad by crop_padding black pixels (value 0 before normalisation, as torchvision pads), crop back.
+  // Pad by crop_padding black pixels (0 before normalisation, as torchvision pads), crop back.
   bool random_crop = false;
   int crop_padding = 4;
-  bool hflip = false;        // horizontal flip with probability 1/2
+  bool hflip = false;  // horizontal flip with probability 1/2
 };
 
 // Writes images[indices[i]] normalised (and augmented) into out[i*c*h*w ...] and labels into

@@ -28,4 +28,8 @@ class Runtime {
   bool finalize_ = false;
 };
 
+// Whether what this process prints reaches a terminal. Under mpirun the ranks' stdout is a pty that
+// mpirun forwards, so the answer is whether mpirun's own stdout (our parent's) is a terminal.
+bool stdout_is_terminal();
+
 }  // namespace ddp::runtime
