@@ -193,6 +193,9 @@ def main():
     print(f"torch   : {torch.__version__}, mkldnn (oneDNN) "
           f"{'on' if torch.backends.mkldnn.is_available() else 'off'}, "
           f"CPU capability {capability}")
+    env = [f"{k}={os.environ[k]}" for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_PROC_BIND",
+                                            "OMP_PLACES") if k in os.environ]
+    print("env     : " + (", ".join(env) if env else "(no OpenMP variables set)"))
     ok, msgs = openblas_status()
     for m in msgs:
         print("blas    : " + m)

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <numeric>
@@ -408,6 +409,11 @@ void print_header(const Options& o) {
               sysconf(_SC_NPROCESSORS_ONLN));
   std::printf("oneDNN  : %d.%d.%d, effective ISA %s\n", v->major, v->minor, v->patch,
               isa_name(dnnl::get_effective_cpu_isa()));
+  std::string env;
+  for (const char* k : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_PROC_BIND", "OMP_PLACES"})
+    if (const char* val = std::getenv(k))
+      env += std::string(env.empty() ? "" : ", ") + k + "=" + val;
+  std::printf("env     : %s\n", env.empty() ? "(no OpenMP variables set)" : env.c_str());
   std::printf("step    : forward, softmax cross-entropy, backward, SGD (lr 0.01, momentum 0.9)\n");
   if (o.steps > 0)
     std::printf("timing  : %d warm-up steps, then %d timed steps\n", o.warmup, o.steps);

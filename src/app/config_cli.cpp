@@ -32,6 +32,10 @@ void add_config_options(CLI::App& app, Overrides& out) {
       names += ",--run-dir";
       label = "DIR";
     }
+    if (key.name == "train.resume") {
+      names += ",--resume";
+      label = "auto|PATH";
+    }
     std::string help(key.help);
     help += " [";
     if (auto allowed = key.constraint_text(); !allowed.empty()) help += allowed + "; ";

@@ -187,6 +187,10 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(data, test_limit), .help = "use only the first N test samples (0 = all)",
        .range = at_least(0)},
       {DDP_KEY(data, prefetch), .help = "prepare the next batch on a background thread"},
+      {DDP_KEY(data, distribute),
+       .help = "each-reads = every rank reads the files; broadcast = rank 0 reads, the data "
+               "travels over MPI and is held once per node in shared memory",
+       .choices = {"each-reads", "broadcast"}},
 
       {DDP_KEY(model, preset),
        .help = "built-in architecture (\"\" when [[model.layers]] are given in the file)",
@@ -206,6 +210,18 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(train, eval_every),
        .help = "epochs between test evaluations (the last epoch is always evaluated)",
        .range = at_least(1)},
+      {DDP_KEY(train, global_batch),
+       .help = "samples per optimizer step over all ranks (0 = train.batch_size x ranks); must "
+               "divide evenly by ranks x train.accumulate",
+       .range = at_least(0)},
+      {DDP_KEY(train, accumulate),
+       .help = "micro-batches per optimizer step; gradients are synchronised on the last only",
+       .range = at_least(1)},
+      {DDP_KEY(train, resume),
+       .help = "\"\" = start fresh, auto = newest complete snapshot in run.dir, or a snapshot "
+               "path"},
+      {DDP_KEY(train, keep_last), .help = "snapshots kept in run.dir (0 = all)",
+       .range = at_least(0)},
 
       {DDP_KEY(optim, name), .help = "optimizer", .choices = {"sgd", "adam", "adamw"}},
       {DDP_KEY(optim, lr), .help = "base learning rate", .range = above(0.0)},
@@ -236,6 +252,16 @@ const std::vector<ConfigKey>& config_keys() {
        .range = at_least(1.0)},
       {DDP_KEY(schedule, final_div_factor),
        .help = "onecycle: final lr = initial lr / final_div_factor", .range = at_least(1.0)},
+
+      {DDP_KEY(comm, bucket_mb), .help = "gradient all-reduce bucket cap in MiB",
+       .range = above(0.0)},
+      {DDP_KEY(comm, first_bucket_mb),
+       .help = "cap of the first bucket (the last layers' gradients), sent early",
+       .range = above(0.0)},
+      {DDP_KEY(comm, overlap), .help = "start each bucket's all-reduce during backward"},
+      {DDP_KEY(comm, timeout_s),
+       .help = "seconds a collective may take before the job is aborted, naming the missing ranks",
+       .range = above(0.0)},
 
       {DDP_KEY(runtime, device), .help = "compute device", .choices = {"auto", "cpu", "cuda"}},
       {DDP_KEY(runtime, threads),

@@ -28,7 +28,10 @@ struct DataConfig {
   std::int64_t crop_padding = 4;
   std::int64_t train_limit = 0;  // use only the first N training samples (0 = all)
   std::int64_t test_limit = 0;   // use only the first N test samples (0 = all)
-  bool prefetch = true;          // prepare the next batch on a background thread
+  bool prefetch = true;
+  // each-reads: every rank reads the files (shared filesystem); broadcast: rank 0 reads them and
+  // sends them over MPI, held once per node in MPI shared memory.
+  std::string distribute = "each-reads";          // prepare the next batch on a background thread
 };
 
 struct ModelConfig {
@@ -48,7 +51,11 @@ struct TrainConfig {
   bool drop_last = false;       // drop the last, short batch of an epoch
   bool shuffle = true;
   double label_smoothing = 0.0;
-  std::int64_t eval_every = 1;  // epochs between test evaluations (the last epoch always)
+  std::int64_t eval_every = 1;
+  std::int64_t global_batch = 0;  // samples per step over all ranks (0 = batch_size x ranks)
+  std::int64_t accumulate = 1;    // micro-batches per optimizer step (gradients synchronised once)
+  std::string resume;             // "" (start fresh) | "auto" (newest snapshot in run.dir) | a path
+  std::int64_t keep_last = 3;     // snapshots kept in run.dir (0 = all)  // epochs between test evaluations (the last epoch always)
 };
 
 struct OptimConfig {
@@ -74,6 +81,13 @@ struct ScheduleConfig {
   double final_div_factor = 1e4;  // onecycle: final lr = initial lr / final_div_factor
 };
 
+struct CommConfig {
+  double bucket_mb = 4.0;        // gradient all-reduce bucket cap (MiB)
+  double first_bucket_mb = 1.0;  // the first (last layers') bucket, sent early
+  bool overlap = true;           // start bucket all-reduces during backward
+  double timeout_s = 300.0;      // a collective that does not complete in time aborts the job
+};
+
 struct RuntimeConfig {
   std::string device = "auto";  // auto | cpu | cuda
   std::int64_t threads = 0;     // compute threads per rank (0 = the cores this rank may use)
@@ -87,6 +101,7 @@ struct Config {
   TrainConfig train;
   OptimConfig optim;
   ScheduleConfig schedule;
+  CommConfig comm;
   RuntimeConfig runtime;
   std::string resolved_toml;  // the full configuration after overrides, as TOML text
 };
