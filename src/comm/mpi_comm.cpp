@@ -49,4 +49,31 @@ void MpiComm::broadcast(std::span<std::byte> data, int root) {
 
 void MpiComm::barrier() { check(MPI_Barrier(comm_), "MPI_Barrier"); }
 
+Request MpiComm::iallreduce_sum(std::span<float> data) {
+  if (data.size() > static_cast<std::size_t>(INT_MAX))
+    throw SystemError("MPI_Iallreduce: bucket of " + std::to_string(data.size()) +
+                      " floats exceeds MPI's int count; lower comm.bucket_mb");
+  std::size_t slot = 0;
+  while (slot < requests_.size() && requests_[slot] != MPI_REQUEST_NULL) ++slot;
+  if (slot == requests_.size()) requests_.push_back(MPI_REQUEST_NULL);
+  check(MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM,
+                       comm_, &requests_[slot]),
+        "MPI_Iallreduce");
+  return Request{static_cast<std::int64_t>(slot)};
+}
+
+bool MpiComm::test(Request& r) {
+  if (r.id < 0) return true;
+  int done = 0;
+  check(MPI_Test(&requests_[static_cast<std::size_t>(r.id)], &done, MPI_STATUS_IGNORE), "MPI_Test");
+  if (done) r.id = -1;
+  return done != 0;
+}
+
+void MpiComm::wait(Request& r) {
+  if (r.id < 0) return;
+  check(MPI_Wait(&requests_[static_cast<std::size_t>(r.id)], MPI_STATUS_IGNORE), "MPI_Wait");
+  r.id = -1;
+}
+
 }  // namespace ddp::comm

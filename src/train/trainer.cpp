@@ -55,97 +55,150 @@ Trainer::Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream&
   if (d.test_limit > 0 && d.test_limit < test_.size()) test_ = test_.head(d.test_limit);
   norm_ = make_normalization(d, train_);
 
+  const std::int64_t world = comm_.size(), k = cfg_.train.accumulate;
+  global_batch_ = cfg_.train.global_batch > 0 ? cfg_.train.global_batch : cfg_.train.batch_size * world;
+  if (global_batch_ < world * k)
+    throw ConfigError("train.global_batch = " + std::to_string(global_batch_) + " is smaller than " +
+                      std::to_string(world) + " ranks x " + std::to_string(k) +
+                      " micro-batches (train.accumulate): every micro-batch needs a sample");
+  rank_batch_ = (global_batch_ + world - 1) / world;
+  micro_batch_ = (rank_batch_ + k - 1) / k;
+
   const Shape input{train_.channels(), train_.height(), train_.width()};
   model_ = std::make_unique<nn::Model>(cfg_.model.layers, input, train_.num_classes(), *be_);
   model_->init_parameters(cfg_.train.seed);
   // Every replica starts from rank 0's weights (identical already by seed; this makes it a fact).
-  if (comm_.size() > 1) {
-    auto p = model_->params();
-    comm_.broadcast(std::as_writable_bytes(p), 0);
-    auto b = model_->buffers();
-    comm_.broadcast(std::as_writable_bytes(b), 0);
+  if (world > 1) {
+    comm_.broadcast(std::as_writable_bytes(model_->params()), 0);
+    comm_.broadcast(std::as_writable_bytes(model_->buffers()), 0);
   }
-  const std::int64_t batch = cfg_.train.batch_size;
-  model_->reserve(batch);
-  dlogits_ = Tensor::zeros(Shape{batch, train_.num_classes()});
+  model_->reserve(micro_batch_);
+  dlogits_ = Tensor::zeros(Shape{micro_batch_, train_.num_classes()});
+  sample_ids_.resize(static_cast<std::size_t>(rank_batch_));
+  if (k > 1) accum_ = Tensor::zeros(Shape{static_cast<std::int64_t>(model_->grads().size())});
   opt_ = optim::Optimizer::create(cfg_.optim, *be_, model_->params().size());
+  if (world > 1) {
+    const auto mib = [](double m) { return static_cast<std::size_t>(m * 1024 * 1024); };
+    sync_ = std::make_unique<sync::GradientSync>(*model_, comm_, mib(cfg_.comm.bucket_mb),
+                                                 mib(cfg_.comm.first_bucket_mb));
+  }
 
-  data::SamplerOptions so;
-  so.dataset_size = train_.size();
-  so.global_batch = batch * comm_.size();
-  so.world_size = comm_.size();
-  so.rank = comm_.rank();
-  so.drop_last = cfg_.train.drop_last;
-  so.seed = cfg_.train.seed;
-  steps_per_epoch_ = data::steps_per_epoch(so);
+  steps_per_epoch_ = data::steps_per_epoch(sampler_options());
   if (steps_per_epoch_ == 0)
-    throw ConfigError("train.batch_size = " + std::to_string(batch) + " with drop_last leaves no "
-                      "step: the training set has only " + std::to_string(train_.size()) +
-                      " samples");
+    throw ConfigError("a global batch of " + std::to_string(global_batch_) +
+                      " with train.drop_last leaves no step: the training set has only " +
+                      std::to_string(train_.size()) + " samples");
   sched_ = std::make_unique<optim::LrSchedule>(cfg_.schedule, cfg_.optim.lr, steps_per_epoch_,
                                                cfg_.train.epochs);
 }
 
 Trainer::~Trainer() = default;
 
-EpochMetrics Trainer::train_epoch(std::int64_t epoch) {
-  const std::int64_t batch = cfg_.train.batch_size;
+data::SamplerOptions Trainer::sampler_options() const {
   data::SamplerOptions so;
   so.dataset_size = train_.size();
-  so.global_batch = batch * comm_.size();
+  so.global_batch = global_batch_;
   so.world_size = comm_.size();
   so.rank = comm_.rank();
   so.shuffle = cfg_.train.shuffle;
   so.drop_last = cfg_.train.drop_last;
   so.seed = cfg_.train.seed;
-  auto batches = data::epoch_batches(so, static_cast<std::uint64_t>(epoch));
+  return so;
+}
 
+backend::Backend::LossResult Trainer::train_step(const float* images, const std::int32_t* labels,
+                                                 std::int64_t n, std::int64_t global_size,
+                                                 std::int64_t global_offset) {
+  const Shape input = model_->input_shape();
+  const std::int64_t classes = model_->num_classes(), k = cfg_.train.accumulate;
+  const std::int64_t per_sample = input.numel();
+  auto grads = model_->grads();
+  backend::Backend::LossResult total;
+  nn::StepContext ctx{nn::Mode::train,
+                      hash_words(cfg_.train.seed, static_cast<std::uint64_t>(RngStream::dropout),
+                                 static_cast<std::uint64_t>(global_step_)),
+                      sample_ids_.data()};
+  // Dropout masks are keyed by epoch-order position: the same whatever the split over ranks.
+  for (std::int64_t i = 0; i < n; ++i) sample_ids_[static_cast<std::size_t>(i)] = global_offset + i;
+
+  const bool overlap = sync_ && cfg_.comm.overlap;
+  if (k > 1) be_->fill(accum_.numel(), 0.0f, accum_.data());
+  for (std::int64_t m = 0; m < k; ++m) {
+    // Micro-batch m takes [m*n/k, (m+1)*n/k) of this rank's share, so shares split evenly.
+    const std::int64_t b = m * n / k, e = (m + 1) * n / k, len = e - b;
+    const bool last = m + 1 == k;
+    if (last && overlap) sync_->begin(k > 1 ? std::span<const float>(accum_.data(), grads.size())
+                                            : std::span<const float>());
+    if (len == 0) {
+      be_->fill(static_cast<std::int64_t>(grads.size()), 0.0f, grads.data());
+      if (last && overlap) sync_->finish();
+    } else {
+      ctx.sample_ids = sample_ids_.data() + b;
+      const Tensor x = Tensor::view(const_cast<float*>(images + b * per_sample), input.with_batch(len));
+      const Tensor& logits = model_->forward(x, ctx);
+      const Tensor dl = dlogits_.first(len);
+      // Gradient of the global batch's mean loss: scale by the global size; the all-reduce sums.
+      const auto r = be_->softmax_xent(len, classes, logits.data(), labels + b,
+                                       static_cast<float>(cfg_.train.label_smoothing),
+                                       1.0f / static_cast<float>(global_size), dl.data());
+      total.loss_sum += r.loss_sum;
+      total.correct += r.correct;
+      if (last && overlap) {
+        model_->backward(dl, [this](std::size_t layer) { sync_->on_layer_done(layer); });
+        sync_->finish();
+      } else {
+        model_->backward(dl);
+      }
+    }
+    if (!last) be_->add(accum_.numel(), grads.data(), accum_.data());
+  }
+  if (!overlap) {
+    if (k > 1) be_->add(accum_.numel(), accum_.data(), grads.data());
+    if (comm_.size() > 1) comm_.allreduce_sum(grads);
+  }
+  return total;
+}
+
+void Trainer::check_replicas() {
+  if (comm_.size() == 1) return;
+  std::uint64_t root_digest = model_->digest();
+  const std::uint64_t mine = root_digest;
+  comm_.broadcast(std::as_writable_bytes(std::span<std::uint64_t>(&root_digest, 1)), 0);
+  std::vector<std::int64_t> differs(static_cast<std::size_t>(comm_.size()), 0);
+  differs[static_cast<std::size_t>(comm_.rank())] = mine != root_digest ? 1 : 0;
+  comm_.allreduce_sum(std::span<std::int64_t>(differs));
+  std::string bad;
+  for (std::size_t r = 0; r < differs.size(); ++r)
+    if (differs[r]) bad += (bad.empty() ? "" : ", ") + std::to_string(r);
+  if (!bad.empty())
+    throw Error("replica divergence after step " + std::to_string(global_step_) +
+                ": the weights of rank(s) " + bad +
+                " differ from rank 0's (non-deterministic kernel, memory corruption or a bug)");
+}
+
+EpochMetrics Trainer::train_epoch(std::int64_t epoch) {
+  auto batches = data::epoch_batches(sampler_options(), static_cast<std::uint64_t>(epoch));
   data::Augmentation aug;
   aug.random_crop = cfg_.data.augment;
   aug.hflip = cfg_.data.augment;
   aug.crop_padding = static_cast<int>(cfg_.data.crop_padding);
-  data::BatchLoader loader(train_, norm_, aug, cfg_.train.seed, batch, cfg_.data.prefetch);
+  data::BatchLoader loader(train_, norm_, aug, cfg_.train.seed, rank_batch_, cfg_.data.prefetch);
   loader.start(std::move(batches), static_cast<std::uint64_t>(epoch));
 
-  const Shape input = model_->input_shape();
-  const std::int64_t classes = model_->num_classes();
   auto params = model_->params();
   auto grads = model_->grads();
-  ProgressBar bar(comm_.rank() == 0 && runtime::stdout_is_terminal(), epoch + 1, cfg_.train.epochs,
-                  steps_per_epoch_);
-
+  ProgressBar bar(comm_.rank() == 0 && runtime::stdout_is_terminal(), epoch + 1,
+                  cfg_.train.epochs, steps_per_epoch_);
   double loss_sum = 0.0;
   std::int64_t correct = 0, seen = 0, global_seen = 0, step = 0;
-  std::vector<std::int64_t> ids(static_cast<std::size_t>(batch));
   double lr = 0.0;
   const auto t0 = Clock::now();
   while (auto b = loader.next()) {
     lr = sched_->at(global_step_);
-    if (b->size > 0) {
-      nn::StepContext ctx{nn::Mode::train,
-                          hash_words(cfg_.train.seed, static_cast<std::uint64_t>(RngStream::dropout),
-                                     static_cast<std::uint64_t>(global_step_)),
-                          nullptr};
-      // Dropout masks are keyed by epoch-order position, which is the same whatever the split.
-      for (std::int64_t i = 0; i < b->size; ++i)
-        ids[static_cast<std::size_t>(i)] = b->global_offset + i;
-      ctx.sample_ids = ids.data();
-      const Tensor x = Tensor::view(const_cast<float*>(b->images), input.with_batch(b->size));
-      const Tensor& logits = model_->forward(x, ctx);
-      const Tensor dl = dlogits_.first(b->size);
-      // The gradient of the global batch's mean loss: every rank scales by the global size, and
-      // the all-reduce sums - exact also for a short last batch split unevenly.
-      const auto r = be_->softmax_xent(b->size, classes, logits.data(), b->labels,
-                                       static_cast<float>(cfg_.train.label_smoothing),
-                                       1.0f / static_cast<float>(b->global_size), dl.data());
-      model_->backward(dl);
-      loss_sum += r.loss_sum;
-      correct += r.correct;
-    } else {
-      be_->fill(static_cast<std::int64_t>(grads.size()), 0.0f, grads.data());
-    }
-    if (comm_.size() > 1) comm_.allreduce_sum(grads);
+    const auto r = train_step(b->images, b->labels, b->size, b->global_size, b->global_offset);
     opt_->step(params, grads, lr);
+    loss_sum += r.loss_sum;
+    correct += r.correct;
     ++global_step_;
     ++step;
     seen += b->size;
@@ -157,12 +210,13 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch) {
   const double train_s = seconds_since(t0);
   bar.clear();
 
-  double sums[2] = {loss_sum, 0.0};
+  double sums[1] = {loss_sum};
   std::int64_t counts[2] = {correct, seen};
   if (comm_.size() > 1) {
     comm_.allreduce_sum(std::span<double>(sums, 1));
     comm_.allreduce_sum(std::span<std::int64_t>(counts, 2));
   }
+  check_replicas();
   EpochMetrics m;
   m.epoch = epoch + 1;
   m.epochs = cfg_.train.epochs;
@@ -179,7 +233,7 @@ EvalResult Trainer::evaluate() {
   // Each rank takes a contiguous slice of the test set; no padding, so every sample counts once.
   const std::int64_t n = test_.size(), w = comm_.size(), r = comm_.rank();
   const std::int64_t begin = n * r / w, end = n * (r + 1) / w;
-  const std::int64_t batch = cfg_.train.batch_size;
+  const std::int64_t batch = micro_batch_;
   std::vector<data::RankBatch> batches;
   for (std::int64_t i = begin; i < end; i += batch) {
     data::RankBatch rb;
@@ -226,9 +280,11 @@ TrainResult Trainer::run() {
   out_ << "model:\n" << model_->summary() << "\n";
   out_ << "data: " << train_.size() << " training / " << test_.size() << " test samples of "
        << train_.channels() << "x" << train_.height() << "x" << train_.width() << ", "
-       << train_.num_classes() << " classes; " << steps_per_epoch_ << " steps per epoch, global batch "
-       << cfg_.train.batch_size * comm_.size() << " (" << comm_.size() << " x "
-       << cfg_.train.batch_size << ")\n";
+       << train_.num_classes() << " classes; " << steps_per_epoch_
+       << " steps per epoch, global batch " << global_batch_ << " (" << comm_.size()
+       << " rank(s) x " << rank_batch_;
+  if (cfg_.train.accumulate > 1) out_ << " in " << cfg_.train.accumulate << " micro-batches";
+  out_ << ")\n";
   out_.flush();
 
   TrainResult result;

@@ -6,6 +6,11 @@
 
 namespace ddp::comm {
 
+// Handle of a non-blocking collective (an index into the communicator's table of requests).
+struct Request {
+  std::int64_t id = -1;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -19,6 +24,12 @@ class Communicator {
   // Rank `root`'s bytes to everyone.
   virtual void broadcast(std::span<std::byte> data, int root) = 0;
   virtual void barrier() = 0;
+
+  // Non-blocking in-place sum: `data` must stay untouched until test() returned true or wait()
+  // returned. Requests complete in any order.
+  virtual Request iallreduce_sum(std::span<float> data) = 0;
+  virtual bool test(Request& r) = 0;
+  virtual void wait(Request& r) = 0;
 };
 
 }  // namespace ddp::comm

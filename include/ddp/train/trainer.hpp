@@ -11,7 +11,9 @@
 #include "ddp/data/transform.hpp"
 #include "ddp/nn/model.hpp"
 #include "ddp/optim/lr_schedule.hpp"
+#include "ddp/data/sampler.hpp"
 #include "ddp/optim/optimizer.hpp"
+#include "ddp/sync/gradient_sync.hpp"
 #include "ddp/train/metrics.hpp"
 
 namespace ddp::train {
@@ -43,6 +45,14 @@ class Trainer {
 
  private:
   EpochMetrics train_epoch(std::int64_t epoch);
+  data::SamplerOptions sampler_options() const;
+  // Forward + backward of one rank's share of a global batch, in cfg.train.accumulate
+  // micro-batches, then the gradient all-reduce. Returns the summed loss and correct count.
+  backend::Backend::LossResult train_step(const float* images, const std::int32_t* labels,
+                                          std::int64_t n, std::int64_t global_size,
+                                          std::int64_t global_offset);
+  // All ranks compare their weights' digest with rank 0's; a difference names the ranks.
+  void check_replicas();
 
   app::Config cfg_;
   comm::Communicator& comm_;
@@ -53,6 +63,12 @@ class Trainer {
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<optim::Optimizer> opt_;
   std::unique_ptr<optim::LrSchedule> sched_;
+  std::unique_ptr<sync::GradientSync> sync_;
+  std::int64_t global_batch_ = 0;  // samples per optimizer step over all ranks
+  std::int64_t rank_batch_ = 0;    // the largest share of one rank
+  std::int64_t micro_batch_ = 0;   // the largest micro-batch (rank_batch_ / accumulate, rounded up)
+  Tensor accum_;                   // gradient accumulator over micro-batches
+  std::vector<std::int64_t> sample_ids_;
   std::int64_t steps_per_epoch_ = 0;
   std::int64_t global_step_ = 0;
   Tensor dlogits_;
