@@ -51,6 +51,25 @@ Dataset::Dataset(std::string origin, std::int64_t c, std::int64_t h, std::int64_
   owner_ = std::move(storage);
 }
 
+Dataset::Dataset(std::string origin, std::int64_t n, std::int64_t c, std::int64_t h,
+                 std::int64_t w, int num_classes, std::shared_ptr<const void> owner,
+                 std::span<const std::uint8_t> pixels, std::span<const std::uint8_t> labels)
+    : origin_(std::move(origin)),
+      n_(n),
+      c_(c),
+      h_(h),
+      w_(w),
+      num_classes_(num_classes),
+      owner_(std::move(owner)),
+      pixels_(pixels),
+      labels_(labels) {
+  if (static_cast<std::int64_t>(labels.size()) != n ||
+      static_cast<std::int64_t>(pixels.size()) != n * c * h * w)
+    throw DataError(origin_ + ": shared dataset buffers do not match " + std::to_string(n) +
+                    " samples of " + std::to_string(c) + "x" + std::to_string(h) + "x" +
+                    std::to_string(w));
+}
+
 Dataset Dataset::head(std::int64_t n) const {
   if (n < 0) {
     throw DataError(origin_ + ": cannot take the first " + std::to_string(n) +

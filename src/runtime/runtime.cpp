@@ -3,14 +3,29 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "ddp/error.hpp"
+#include "ddp/runtime/launch_check.hpp"
+#include "ddp/runtime/rank_info.hpp"
 
 namespace ddp::runtime {
+namespace {
 
-Runtime::Runtime(int* argc, char*** argv) {
+// One rank's host name as exchanged at start. Full names, not only their hashes (as llm.c and
+// nccl-tests exchange): a hash collision must not put two hosts' ranks on one "node".
+struct HostRecord {
+  std::array<char, 256> name{};
+};
+
+}  // namespace
+
+Runtime::Runtime(int* argc, char*** argv) : launch_env_(read_launch_env()) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -24,6 +39,19 @@ Runtime::Runtime(int* argc, char*** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) == 0) host_ = name;
+
+  HostRecord mine;
+  std::strncpy(mine.name.data(), host_.c_str(), mine.name.size() - 1);
+  std::vector<HostRecord> all(static_cast<std::size_t>(size_));
+  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
+  std::vector<std::string> hosts;
+  hosts.reserve(all.size());
+  for (const auto& r : all) hosts.emplace_back(r.name.data());
+  const auto placement = assign_local_ranks(hosts);
+  const auto& me = placement[static_cast<std::size_t>(rank_)];
+  local_rank_ = me.local_rank;
+  local_size_ = me.local_size;
+  for (const auto& p : placement) num_nodes_ = std::max(num_nodes_, p.node + 1);
 }
 
 Runtime::~Runtime() {

@@ -3,9 +3,11 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <ostream>
 
 #include "ddp/backend/cpu_backend.hpp"
+#include "ddp/data/distribute.hpp"
 #include "ddp/data/loader.hpp"
 #include "ddp/data/readers.hpp"
 #include "ddp/data/sampler.hpp"
@@ -44,13 +46,22 @@ data::Normalization make_normalization(const app::DataConfig& d, const data::Dat
   return n;
 }
 
+// A field of /proc/self/status in KiB (0 where unavailable).
+std::int64_t proc_status_kib(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field + ":", 0) == 0) return std::atoll(line.c_str() + field.size() + 1);
+  return 0;
+}
+
 }  // namespace
 
 Trainer::Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream& out)
     : cfg_(cfg), comm_(comm), out_(out), be_(backend::make_cpu_backend()) {
   const auto& d = cfg_.data;
-  train_ = data::read_dataset(d.dataset, d.root, data::Split::train);
-  test_ = data::read_dataset(d.dataset, d.root, data::Split::test);
+  train_ = data::load_distributed(d.dataset, d.root, data::Split::train, d.distribute);
+  test_ = data::load_distributed(d.dataset, d.root, data::Split::test, d.distribute);
   if (d.train_limit > 0 && d.train_limit < train_.size()) train_ = train_.head(d.train_limit);
   if (d.test_limit > 0 && d.test_limit < test_.size()) test_ = test_.head(d.test_limit);
   norm_ = make_normalization(d, train_);
@@ -277,6 +288,17 @@ TrainResult Trainer::run() {
     std::filesystem::create_directories(cfg_.run.dir);
     log = std::make_unique<MetricsLog>(cfg_.run.dir, false);
   }
+  // Resident memory per rank, private vs shared: shows that data.distribute = "broadcast" holds the
+  // dataset once per node.
+  const auto w = static_cast<std::size_t>(comm_.size());
+  std::vector<std::int64_t> mem(2 * w, 0);
+  mem[2 * static_cast<std::size_t>(comm_.rank())] = proc_status_kib("RssAnon");
+  mem[2 * static_cast<std::size_t>(comm_.rank()) + 1] = proc_status_kib("RssShmem");
+  if (w > 1) comm_.allreduce_sum(std::span<std::int64_t>(mem));
+  out_ << "memory (MiB resident, private/shared):";
+  for (std::size_t r = 0; r < w; ++r)
+    out_ << " rank " << r << " " << mem[2 * r] / 1024 << "/" << mem[2 * r + 1] / 1024
+         << (r + 1 < w ? "," : "\n");
   out_ << "model:\n" << model_->summary() << "\n";
   out_ << "data: " << train_.size() << " training / " << test_.size() << " test samples of "
        << train_.channels() << "x" << train_.height() << "x" << train_.width() << ", "

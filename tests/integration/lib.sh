@@ -33,3 +33,8 @@ metrics_without_timing() {
 
 # awk-based float comparison: ge A B -> success when A >= B.
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+
+# The per-epoch train_loss values of a metrics.jsonl, rounded to 5 significant digits.
+losses_5sig() {
+  grep -o '"train_loss": [-0-9.e]*' "$1" | awk '{ printf "%.5g\n", $2 }'
+}

@@ -16,6 +16,12 @@ class Dataset {
   Dataset(std::string origin, std::int64_t c, std::int64_t h, std::int64_t w, int num_classes,
           std::vector<std::uint8_t> pixels, std::vector<std::uint8_t> labels);
 
+  // Views memory owned by `owner` (e.g. an MPI shared-memory window holding a dataset that another
+  // rank read and validated): no copy, no re-validation.
+  Dataset(std::string origin, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
+          int num_classes, std::shared_ptr<const void> owner, std::span<const std::uint8_t> pixels,
+          std::span<const std::uint8_t> labels);
+
   const std::string& origin() const { return origin_; }
   std::int64_t size() const { return n_; }
   std::int64_t channels() const { return c_; }

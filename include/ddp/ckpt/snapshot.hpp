@@ -1,0 +1,104 @@
+#pragma once
+// HDF5 snapshots of a training run: the model's parameters and buffers, the optimizer state, the
+// training position, the seed, the resolved configuration and the metrics so far. They are
+// rank-independent (every replica holds the same state), so a snapshot written by 3 ranks resumes
+// on 1 or 8. The file layout is documented in docs/snapshot_format.md.
+#include <compare>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ddp/nn/model.hpp"
+#include "ddp/optim/optimizer.hpp"
+
+namespace ddp::ckpt {
+
+inline constexpr std::int64_t kFormatVersion = 1;
+
+// Where training stands. Ordered lexicographically: a later position compares greater.
+struct TrainingPosition {
+  std::int64_t epoch = 0;          // epochs fully completed
+  std::int64_t step_in_epoch = 0;  // steps of the next epoch already done (mid-epoch), else 0
+  std::int64_t samples_seen = 0;   // global samples trained on so far
+  std::int64_t global_step = 0;    // optimizer steps so far
+  friend auto operator<=>(const TrainingPosition&, const TrainingPosition&) = default;
+};
+
+struct SnapshotMeta {
+  TrainingPosition position;
+  std::uint64_t seed = 0;
+  std::int64_t world_size = 1;  // of the run that wrote it; informational, resuming may differ
+  std::string config_toml;      // the resolved configuration
+  std::string metrics_jsonl;    // metrics.jsonl so far
+  std::string program_version;  // "0.1.0"
+  std::int64_t format_version = kFormatVersion;
+};
+
+// Writes `file` atomically: `<dir>/.<name>.tmp.<pid>`, then flush, fsync(file), rename,
+// fsync(dir), so a file with the final name is always complete. A failure (ENOSPC, EACCES, ...)
+// throws SystemError naming `file` and the reason, removes the temporary file and leaves any
+// previous snapshot intact. Throws ConfigError for a layer name HDF5 cannot hold (empty, ".",
+// containing '/'). Host (CPU) tensors only. optimizer_name: "sgd" | "adam" | "adamw", recorded
+// for inspect and for the caller to compare on resume.
+void write_snapshot(const std::filesystem::path& file, const nn::Model& model,
+                    optim::Optimizer& opt, const std::string& optimizer_name,
+                    const SnapshotMeta& meta);
+
+// A snapshot fully read into memory.
+struct Snapshot {
+  std::filesystem::path source;  // the file it was read from (for messages)
+  SnapshotMeta meta;
+  // "conv1.weight" -> shape, model order (each layer's parameters, then its buffers).
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> shapes;
+  std::map<std::string, std::vector<float>> model;  // parameters and buffers by name
+  // state name ("momentum", "exp_avg", ...) -> parameter name -> values
+  std::map<std::string, std::map<std::string, std::vector<float>>> optimizer;
+  std::string optimizer_name;
+  std::int64_t optimizer_steps = 0;
+};
+
+// Throws DataError naming the file on anything wrong: missing, not HDF5, truncated, a missing
+// group/dataset/attribute, a checksum mismatch, another format version.
+Snapshot read_snapshot(const std::filesystem::path& file);
+// Only /meta: cheap, for ordering candidates and for checks before loading tensors.
+SnapshotMeta read_meta(const std::filesystem::path& file);
+
+// Copies the snapshot into the model's parameters and buffers and the optimizer's state and step
+// count. All or nothing: when the architecture differs, throws ConfigError listing every tensor
+// whose name or shape differs (missing, unexpected, shape A vs B) and changes nothing; likewise
+// when the optimizer keeps different state (e.g. an sgd snapshot into adam).
+void restore(const Snapshot& s, nn::Model& model, optim::Optimizer& opt);
+
+// "snapshot_e0003.h5": after 3 completed epochs.
+std::string snapshot_name(std::int64_t epoch);
+// "snapshot_e0003_s000120.h5": 3 completed epochs and 120 steps of the 4th (mid-epoch).
+std::string snapshot_name(std::int64_t epoch, std::int64_t step);
+
+// The newest complete, readable snapshot in dir (files named like snapshot_name; ordered by the
+// training position stored in each file, not by name or mtime), or nullopt when there is none.
+// Every unreadable or corrupt candidate is skipped with warn("...names the file and why").
+std::optional<std::filesystem::path> find_latest(
+    const std::filesystem::path& dir, const std::function<void(const std::string&)>& warn);
+
+// Deletes all but the newest `keep` readable snapshots in dir (keep <= 0: keeps all). Never
+// touches other files, nor snapshot files it cannot read (left for a human to look at).
+void prune(const std::filesystem::path& dir, int keep);
+
+// Removes temporary files a killed writer left behind (".snapshot_*.h5.tmp.<pid>"); returns how
+// many. Call on rank 0 before training, when no other process writes into dir.
+int remove_stale_temp_files(const std::filesystem::path& dir);
+
+// Human-readable summary: position, seed, world size, config digest (FNV-1a of the config text),
+// format and program version, optimizer, tensor names and shapes, the metrics so far.
+std::string inspect(const std::filesystem::path& file);
+
+// Checks that dir exists or can be created and that a file can be created in it (creates and
+// removes a probe file); throws SystemError naming dir and the reason. Call before training.
+void ensure_writable_dir(const std::filesystem::path& dir);
+
+}  // namespace ddp::ckpt

@@ -1,0 +1,56 @@
+#pragma once
+// Who every rank is: node-local placement from host names, and the rank table rank 0 prints at start
+// (and `doctor` shows) so a user sees at a glance where each rank runs and on which CPUs.
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+namespace ddp::runtime {
+
+class Runtime;
+
+struct RankInfo {
+  int rank = 0, size = 1;
+  int local_rank = 0, local_size = 1;  // among the ranks on the same host
+  std::string host;
+  int pid = 0;
+  int threads = 0;       // compute threads this rank uses
+  std::string device;    // "cpu", "cuda:0", ...
+  std::string affinity;  // CPUs this process may run on, e.g. "0-1" or "0,2,4-7"
+};
+
+struct LocalPlacement {
+  int local_rank = 0;  // position among the ranks on the same host, in rank order
+  int local_size = 1;  // ranks on that host
+  int node = 0;        // index of the host, in order of first appearance
+};
+
+// Placement of every rank given every rank's host name (index = rank). Names are compared by a hash
+// first and in full when the hashes match, so two hosts never merge on a collision. This is what
+// llm.c and nccl-tests do; MPI_Comm_split_type(SHARED) alone may split a node per NUMA domain.
+std::vector<LocalPlacement> assign_local_ranks(const std::vector<std::string>& hosts);
+
+// 64-bit FNV-1a of a host name (stable across processes and builds, unlike std::hash).
+unsigned long long host_hash(const std::string& host);
+
+// Compact CPU list in the kernel's format: {0,1,2,5,7,8} -> "0-2,5,7-8"; {} -> "".
+std::string format_cpu_list(const std::vector<int>& cpus);
+// The CPUs this process may run on (sched_getaffinity), as a list.
+std::vector<int> affinity_cpus();
+
+// This process's row of the table (local placement from the runtime; threads and device from the
+// caller, which chose them).
+RankInfo describe_self(const Runtime& rt, int threads, const std::string& device);
+
+// Every rank's row, on every rank (MPI_Allgatherv over `comm`; collective). Index = rank.
+std::vector<RankInfo> gather_rank_table(const RankInfo& mine, MPI_Comm comm = MPI_COMM_WORLD);
+// Convenience: describe_self + gather_rank_table over MPI_COMM_WORLD.
+std::vector<RankInfo> gather_rank_table(const Runtime& rt, int threads, const std::string& device);
+
+// The table as aligned text, one header line and one line per rank:
+//   rank  local  host    device  threads  cpus  pid
+//      0   0/2   node01  cpu           1  0     4711
+std::string format_rank_table(const std::vector<RankInfo>& table);
+
+}  // namespace ddp::runtime

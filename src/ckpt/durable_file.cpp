@@ -1,0 +1,39 @@
+#include "durable_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+
+namespace ddp::ckpt {
+
+int fsync_path(const std::filesystem::path& p) {
+  // O_RDONLY suffices for fsync on Linux, and is the only way to open a directory.
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  const int err = ::fsync(fd) == 0 ? 0 : errno;
+  ::close(fd);
+  return err;
+}
+
+std::filesystem::path temp_path_for(const std::filesystem::path& file) {
+  const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
+  return dir / ("." + file.filename().string() + ".tmp." + std::to_string(::getpid()));
+}
+
+bool is_temp_name(const std::string& name, long* pid) {
+  const std::string marker = ".tmp.";
+  const auto at = name.rfind(marker);
+  if (name.rfind(".snapshot_", 0) != 0 || at == std::string::npos) return false;
+  const std::string digits = name.substr(at + marker.size());
+  if (digits.empty() || digits.size() > 18 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  *pid = std::stol(digits);
+  return true;
+}
+
+std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
+
+}  // namespace ddp::ckpt

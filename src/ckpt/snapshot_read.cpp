@@ -1,0 +1,131 @@
+// read_snapshot / read_meta: everything is checked (format version, every group, dataset and
+// attribute, checksums, sizes against the file size) and any problem is a DataError naming the
+// file. HDF5 itself refuses truncated files on open (the superblock records the end of file).
+#include <set>
+
+#include "ddp/ckpt/snapshot.hpp"
+#include "ddp/error.hpp"
+#include "h5_io.hpp"
+#include "snapshot_layout.hpp"
+
+namespace ddp::ckpt {
+namespace {
+
+namespace fs = std::filesystem;
+
+DataError bad(const fs::path& file, const std::string& why) {
+  return DataError("snapshot '" + file.string() + "': " + why);
+}
+
+struct OpenFile {
+  h5::File file;
+  std::uint64_t bytes = 0;  // upper bound for any dataset in it
+};
+
+OpenFile open_file(const fs::path& path) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) throw bad(path, "no such file");
+  if (!fs::is_regular_file(status)) throw bad(path, "not a regular file");
+  OpenFile out;
+  out.bytes = fs::file_size(path, ec);
+  if (ec) throw bad(path, ec.message());
+  const h5::PropList fapl = h5::file_access();
+  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
+  if (id < 0)
+    throw bad(path, "cannot open it as HDF5 (truncated, corrupt or not an HDF5 file): " +
+                        h5::last_error());
+  out.file = h5::File(id);
+  return out;
+}
+
+SnapshotMeta read_meta_from(const OpenFile& f) {
+  if (H5Lexists(f.file, "meta", H5P_DEFAULT) <= 0)
+    throw h5::Failure("no /meta group: not a ddp_train snapshot");
+  const std::string m = layout::kMeta;
+  SnapshotMeta meta;
+  // The version first: a future layout may differ in everything else.
+  meta.format_version = h5::get_attr_i64(f.file, m, layout::kFormatVersion);
+  if (meta.format_version != kFormatVersion)
+    throw h5::Failure("format version " + std::to_string(meta.format_version) +
+                      ", but this program reads version " + std::to_string(kFormatVersion));
+  meta.program_version = h5::get_attr_string(f.file, m, layout::kProgramVersion);
+  meta.position.epoch = h5::get_attr_i64(f.file, m, layout::kEpoch);
+  meta.position.step_in_epoch = h5::get_attr_i64(f.file, m, layout::kStepInEpoch);
+  meta.position.samples_seen = h5::get_attr_i64(f.file, m, layout::kSamplesSeen);
+  meta.position.global_step = h5::get_attr_i64(f.file, m, layout::kGlobalStep);
+  meta.seed = h5::get_attr_u64(f.file, m, layout::kSeed);
+  meta.world_size = h5::get_attr_i64(f.file, m, layout::kWorldSize);
+  meta.config_toml = h5::read_string(f.file, layout::kConfigToml, f.bytes);
+  meta.metrics_jsonl = h5::read_string(f.file, layout::kMetricsJsonl, f.bytes);
+  return meta;
+}
+
+// Calls fn(name, path) for every dataset "<root>/<layer>/<leaf>", name = "<layer>.<leaf>".
+template <typename Fn>
+void for_each_tensor(hid_t file, const std::string& root, Fn fn) {
+  for (const auto& layer : h5::list_children(file, root)) {
+    const std::string group = layout::join(root, layer);
+    if (!h5::is_group(file, group)) throw h5::Failure(group + ": expected a group per layer");
+    for (const auto& leaf : h5::list_children(file, group))
+      fn(layer + "." + leaf, layout::join(group, leaf));
+  }
+}
+
+void read_model(const OpenFile& f, Snapshot& s) {
+  for_each_tensor(f.file, layout::kModel, [&](const std::string& name, const std::string& path) {
+    auto t = h5::read_tensor(f.file, path, f.bytes);
+    // "a.b"/"c" and "a"/"b.c" would both be "a.b.c".
+    if (!s.model.emplace(name, std::move(t.values)).second)
+      throw h5::Failure(path + ": a second tensor named " + name);
+    s.shapes.emplace_back(name, std::move(t.shape));
+  });
+}
+
+void read_optimizer(const OpenFile& f, Snapshot& s) {
+  const std::string root = layout::kOptimizer;
+  s.optimizer_name = h5::get_attr_string(f.file, root, layout::kOptimizerName);
+  s.optimizer_steps = h5::get_attr_i64(f.file, root, layout::kOptimizerSteps);
+  std::map<std::string, const std::vector<std::int64_t>*> shape_of;
+  for (const auto& [name, shape] : s.shapes) shape_of[name] = &shape;
+  for (const auto& state : h5::list_children(f.file, root)) {
+    auto& tensors = s.optimizer[state];
+    for_each_tensor(f.file, layout::join(root, state),
+                    [&](const std::string& name, const std::string& path) {
+                      auto t = h5::read_tensor(f.file, path, f.bytes);
+                      const auto it = shape_of.find(name);
+                      if (it == shape_of.end() || *it->second != t.shape)
+                        throw h5::Failure(path + ": no model tensor " + name + " of this shape");
+                      tensors.emplace(name, std::move(t.values));
+                    });
+  }
+}
+
+}  // namespace
+
+SnapshotMeta read_meta(const fs::path& file) {
+  h5::QuietErrors quiet;
+  try {
+    const OpenFile f = open_file(file);
+    return read_meta_from(f);
+  } catch (const h5::Failure& e) {
+    throw bad(file, e.what());
+  }
+}
+
+Snapshot read_snapshot(const fs::path& file) {
+  h5::QuietErrors quiet;
+  try {
+    const OpenFile f = open_file(file);
+    Snapshot s;
+    s.source = file;
+    s.meta = read_meta_from(f);
+    read_model(f, s);
+    read_optimizer(f, s);
+    return s;
+  } catch (const h5::Failure& e) {
+    throw bad(file, e.what());
+  }
+}
+
+}  // namespace ddp::ckpt

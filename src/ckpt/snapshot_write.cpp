@@ -1,0 +1,138 @@
+// write_snapshot: the HDF5 layout (docs/snapshot_format.md) written to a temporary file, made
+// durable, then renamed into place, so that a file with the final name is always complete.
+#include <algorithm>
+#include <set>
+
+#include "ddp/ckpt/snapshot.hpp"
+#include "ddp/error.hpp"
+#include "durable_file.hpp"
+#include "h5_io.hpp"
+#include "snapshot_layout.hpp"
+
+namespace ddp::ckpt {
+namespace {
+
+namespace fs = std::filesystem;
+using layout::Entry;
+
+struct OptimizerState {
+  std::string name;
+  const float* flat;
+};
+
+// Internal misuse, not a user error: the model/optimizer handed to us cannot be snapshotted.
+void check_host(const Tensor& t, const std::string& what) {
+  if (t.device() != Device::cpu)
+    throw Error("internal: snapshot of " + what + " on the GPU; copy it to the host first");
+}
+
+std::vector<OptimizerState> optimizer_state(optim::Optimizer& opt,
+                                            const std::vector<Entry>& entries) {
+  std::size_t needed = 0;
+  for (const auto& e : entries)
+    if (e.is_param)
+      needed = std::max(needed, e.tensor->offset + static_cast<std::size_t>(e.tensor->tensor.numel()));
+  std::vector<OptimizerState> out;
+  for (const auto& [name, t] : opt.state()) {
+    check_host(t, "optimizer state '" + name + "'");
+    if (static_cast<std::size_t>(t.numel()) < needed)
+      throw Error("internal: optimizer state '" + name + "' holds " + std::to_string(t.numel()) +
+                  " values, the model's parameters need " + std::to_string(needed));
+    out.push_back({name, t.data()});
+  }
+  return out;
+}
+
+// Groups "<root>/<layer>" for every layer that has tensors, in model order.
+void create_layer_groups(hid_t f, const std::string& root, const std::vector<Entry>& entries,
+                         bool params_only) {
+  h5::create_group(f, root);
+  std::set<std::string> done;
+  for (const auto& e : entries)
+    if ((e.is_param || !params_only) && done.insert(e.layer).second)
+      h5::create_group(f, layout::join(root, e.layer));
+}
+
+void write_contents(const fs::path& tmp, const std::vector<Entry>& entries,
+                    const std::vector<OptimizerState>& state, const std::string& optimizer_name,
+                    std::int64_t optimizer_steps, const SnapshotMeta& meta) {
+  const h5::PropList fapl = h5::file_access();
+  h5::File f(h5::check_id(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl),
+                          "creating " + tmp.string()));
+
+  create_layer_groups(f, layout::kModel, entries, false);
+  for (const auto& e : entries)
+    h5::write_tensor(f, layout::join(layout::kModel, layout::join(e.layer, e.leaf)),
+                     e.tensor->tensor.data(), e.tensor->tensor.shape().dims());
+
+  h5::create_group(f, layout::kOptimizer);
+  h5::set_attr_string(f, layout::kOptimizer, layout::kOptimizerName, optimizer_name);
+  h5::set_attr_i64(f, layout::kOptimizer, layout::kOptimizerSteps, optimizer_steps);
+  for (const auto& s : state) {
+    const std::string root = layout::join(layout::kOptimizer, s.name);
+    create_layer_groups(f, root, entries, true);
+    for (const auto& e : entries)
+      if (e.is_param)
+        h5::write_tensor(f, layout::join(root, layout::join(e.layer, e.leaf)),
+                         s.flat + e.tensor->offset, e.tensor->tensor.shape().dims());
+  }
+
+  h5::create_group(f, layout::kMeta);
+  const std::string m = layout::kMeta;
+  h5::set_attr_i64(f, m, layout::kFormatVersion, meta.format_version);
+  h5::set_attr_string(f, m, layout::kProgramVersion, meta.program_version);
+  h5::set_attr_i64(f, m, layout::kEpoch, meta.position.epoch);
+  h5::set_attr_i64(f, m, layout::kStepInEpoch, meta.position.step_in_epoch);
+  h5::set_attr_i64(f, m, layout::kSamplesSeen, meta.position.samples_seen);
+  h5::set_attr_i64(f, m, layout::kGlobalStep, meta.position.global_step);
+  h5::set_attr_u64(f, m, layout::kSeed, meta.seed);
+  h5::set_attr_i64(f, m, layout::kWorldSize, meta.world_size);
+  h5::write_string(f, layout::kConfigToml, meta.config_toml);
+  h5::write_string(f, layout::kMetricsJsonl, meta.metrics_jsonl);
+
+  // Flush reports write errors early; close writes the final metadata and can still fail.
+  h5::check(H5Fflush(f, H5F_SCOPE_LOCAL), "flushing " + tmp.string());
+  h5::check(f.close(), "closing " + tmp.string());
+}
+
+}  // namespace
+
+void write_snapshot(const fs::path& file, const nn::Model& model, optim::Optimizer& opt,
+                    const std::string& optimizer_name, const SnapshotMeta& meta) {
+  // Everything that can be refused without touching the disk comes first.
+  const std::vector<Entry> entries = layout::model_entries(model);
+  for (const auto& e : entries) check_host(e.tensor->tensor, e.name);
+  const std::vector<OptimizerState> state = optimizer_state(opt, entries);
+
+  const fs::path tmp = temp_path_for(file);
+  auto failure = [&](const std::string& why) {
+    return SystemError("cannot write snapshot '" + file.string() + "': " + why);
+  };
+  auto discard_tmp = [&] {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+  };
+  try {
+    h5::QuietErrors quiet;
+    write_contents(tmp, entries, state, optimizer_name, opt.steps_taken(), meta);
+    // fsync after close: closing writes the superblock and the last metadata.
+    if (const int err = fsync_path(tmp))
+      throw failure("fsync of " + tmp.string() + ": " + errno_text(err));
+    std::error_code ec;
+    fs::rename(tmp, file, ec);
+    if (ec) throw failure("renaming " + tmp.string() + ": " + ec.message());
+  } catch (const h5::Failure& e) {
+    discard_tmp();
+    throw failure(e.what());
+  } catch (...) {
+    discard_tmp();
+    throw;
+  }
+  // Makes the rename itself durable. Should this fail, the file is complete, but a crash could
+  // still lose it: report it like any other failure to write.
+  const fs::path dir = file.has_parent_path() ? file.parent_path() : ".";
+  if (const int err = fsync_path(dir))
+    throw failure("fsync of directory " + dir.string() + ": " + errno_text(err));
+}
+
+}  // namespace ddp::ckpt

@@ -1,0 +1,118 @@
+#include "ddp/data/distribute.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "ddp/error.hpp"
+
+namespace ddp::data {
+namespace {
+
+// What rank 0 tells everyone before the bytes: the shape, or the reason it could not read.
+struct Header {
+  std::int64_t ok = 0, n = 0, c = 0, h = 0, w = 0, classes = 0;
+  char text[1024] = {};  // origin, or the error message
+};
+
+// Owns an MPI shared-memory window (and the node communicator) for the lifetime of every Dataset
+// viewing it. MPI_Win_free is collective over the node; all ranks drop their datasets together.
+struct SharedWindow {
+  MPI_Win win = MPI_WIN_NULL;
+  ~SharedWindow() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && win != MPI_WIN_NULL) MPI_Win_free(&win);
+  }
+};
+
+void check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) throw SystemError(std::string(what) + " failed while sharing the dataset");
+}
+
+void bcast_bytes(std::uint8_t* p, std::size_t n, MPI_Comm comm) {
+  constexpr std::size_t kChunk = 1u << 30;
+  for (std::size_t off = 0; off < n; off += kChunk)
+    check(MPI_Bcast(p + off, static_cast<int>(std::min(kChunk, n - off)), MPI_BYTE, 0, comm),
+          "MPI_Bcast");
+}
+
+Dataset broadcast_dataset(const std::string& name, const std::filesystem::path& root,
+                          Split split) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  Header hdr;
+  std::optional<Dataset> local;
+  std::string error;
+  if (rank == 0) {
+    try {
+      local = read_dataset(name, root, split);
+      hdr.ok = 1;
+      hdr.n = local->size();
+      hdr.c = local->channels();
+      hdr.h = local->height();
+      hdr.w = local->width();
+      hdr.classes = local->num_classes();
+      std::strncpy(hdr.text, local->origin().c_str(), sizeof hdr.text - 1);
+    } catch (const Error& e) {
+      error = e.what();
+      std::strncpy(hdr.text, e.what(), sizeof hdr.text - 1);
+    }
+  }
+  check(MPI_Bcast(&hdr, sizeof hdr, MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  if (!hdr.ok) {
+    if (rank == 0) throw DataError(error);
+    throw DataError(std::string("rank 0 could not read the dataset (data.distribute = "
+                                "\"broadcast\"): ") + hdr.text);
+  }
+
+  // One window per node (key = world rank, so world rank 0 is node rank 0 and leader rank 0).
+  MPI_Comm node = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+        "MPI_Comm_split_type");
+  int node_rank = 0;
+  MPI_Comm_rank(node, &node_rank);
+  check(MPI_Comm_split(MPI_COMM_WORLD, node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &leaders),
+        "MPI_Comm_split");
+
+  const std::size_t pixel_bytes = static_cast<std::size_t>(hdr.n * hdr.c * hdr.h * hdr.w);
+  const std::size_t bytes = pixel_bytes + static_cast<std::size_t>(hdr.n);
+  auto shared = std::make_shared<SharedWindow>();
+  void* base = nullptr;
+  check(MPI_Win_allocate_shared(node_rank == 0 ? static_cast<MPI_Aint>(bytes) : 0, 1,
+                                MPI_INFO_NULL, node, &base, &shared->win),
+        "MPI_Win_allocate_shared");
+  MPI_Aint size = 0;
+  int disp = 0;
+  check(MPI_Win_shared_query(shared->win, 0, &size, &disp, &base), "MPI_Win_shared_query");
+  auto* p = static_cast<std::uint8_t*>(base);
+  if (node_rank == 0) {
+    if (rank == 0) {
+      std::memcpy(p, local->pixels().data(), pixel_bytes);
+      std::memcpy(p + pixel_bytes, local->labels().data(), static_cast<std::size_t>(hdr.n));
+      local.reset();  // rank 0 too keeps only the shared copy
+    }
+    bcast_bytes(p, bytes, leaders);
+  }
+  check(MPI_Barrier(node), "MPI_Barrier");
+  if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
+  MPI_Comm_free(&node);
+  return Dataset(hdr.text, hdr.n, hdr.c, hdr.h, hdr.w, static_cast<int>(hdr.classes), shared,
+                 std::span<const std::uint8_t>(p, pixel_bytes),
+                 std::span<const std::uint8_t>(p + pixel_bytes, static_cast<std::size_t>(hdr.n)));
+}
+
+}  // namespace
+
+Dataset load_distributed(const std::string& name, const std::filesystem::path& root, Split split,
+                         const std::string& distribute) {
+  if (distribute == "each-reads") return read_dataset(name, root, split);
+  if (distribute == "broadcast") return broadcast_dataset(name, root, split);
+  throw ConfigError("data.distribute = '" + distribute + "': expected each-reads or broadcast");
+}
+
+}  // namespace ddp::data

@@ -1,0 +1,224 @@
+#include "ddp/runtime/rank_info.hpp"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <sstream>
+#include <unordered_map>
+
+#include "ddp/error.hpp"
+#include "ddp/runtime/runtime.hpp"
+
+namespace ddp::runtime {
+namespace {
+
+// RankInfo <-> bytes for the allgather: int32 fields, then length-prefixed strings.
+void put_int(std::string& out, int v) {
+  const auto u = static_cast<std::int32_t>(v);
+  out.append(reinterpret_cast<const char*>(&u), sizeof u);
+}
+void put_str(std::string& out, const std::string& s) {
+  put_int(out, static_cast<int>(s.size()));
+  out += s;
+}
+
+class Reader {
+ public:
+  Reader(const char* p, std::size_t n) : p_(p), end_(p + n) {}
+  int get_int() {
+    std::int32_t v = 0;
+    need(sizeof v);
+    std::memcpy(&v, p_, sizeof v);
+    p_ += sizeof v;
+    return v;
+  }
+  std::string get_str() {
+    const auto n = static_cast<std::size_t>(get_int());
+    need(n);
+    std::string s(p_, n);
+    p_ += n;
+    return s;
+  }
+
+ private:
+  void need(std::size_t n) const {
+    if (static_cast<std::size_t>(end_ - p_) < n)
+      throw SystemError("rank table: a rank sent a truncated record");
+  }
+  const char* p_;
+  const char* end_;
+};
+
+std::string encode(const RankInfo& r) {
+  std::string out;
+  for (int v : {r.rank, r.size, r.local_rank, r.local_size, r.pid, r.threads}) put_int(out, v);
+  for (const auto* s : {&r.host, &r.device, &r.affinity}) put_str(out, *s);
+  return out;
+}
+
+RankInfo decode(const char* p, std::size_t n) {
+  Reader in(p, n);
+  RankInfo r;
+  for (int* v : {&r.rank, &r.size, &r.local_rank, &r.local_size, &r.pid, &r.threads})
+    *v = in.get_int();
+  for (auto* s : {&r.host, &r.device, &r.affinity}) *s = in.get_str();
+  return r;
+}
+
+void check_mpi(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw SystemError(std::string(what) + " failed: " + std::string(msg, static_cast<std::size_t>(len)));
+}
+
+}  // namespace
+
+unsigned long long host_hash(const std::string& host) {
+  unsigned long long h = 14695981039346656037ull;
+  for (unsigned char c : host) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::vector<LocalPlacement> assign_local_ranks(const std::vector<std::string>& hosts) {
+  std::vector<LocalPlacement> out(hosts.size());
+  std::vector<int> node_size;                                       // ranks per node so far
+  std::unordered_map<unsigned long long, std::vector<int>> by_hash;  // hash -> nodes with it
+  std::vector<std::size_t> node_first_rank;                          // a rank on each node
+  for (std::size_t r = 0; r < hosts.size(); ++r) {
+    auto& candidates = by_hash[host_hash(hosts[r])];
+    int node = -1;
+    for (int n : candidates)
+      if (hosts[node_first_rank[static_cast<std::size_t>(n)]] == hosts[r]) node = n;
+    if (node < 0) {
+      node = static_cast<int>(node_size.size());
+      node_size.push_back(0);
+      node_first_rank.push_back(r);
+      candidates.push_back(node);
+    }
+    out[r].node = node;
+    out[r].local_rank = node_size[static_cast<std::size_t>(node)]++;
+  }
+  for (auto& p : out) p.local_size = node_size[static_cast<std::size_t>(p.node)];
+  return out;
+}
+
+std::string format_cpu_list(const std::vector<int>& cpus) {
+  std::vector<int> v = cpus;
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(v[i]);
+    if (j > i) out += '-' + std::to_string(v[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::vector<int> affinity_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+RankInfo describe_self(const Runtime& rt, int threads, const std::string& device) {
+  RankInfo r;
+  r.rank = rt.rank();
+  r.size = rt.size();
+  r.local_rank = rt.local_rank();
+  r.local_size = rt.local_size();
+  r.host = rt.host();
+  r.pid = static_cast<int>(getpid());
+  r.threads = threads;
+  r.device = device;
+  r.affinity = format_cpu_list(affinity_cpus());
+  return r;
+}
+
+std::vector<RankInfo> gather_rank_table(const RankInfo& mine, MPI_Comm comm) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  const std::string bytes = encode(mine);
+  const int len = static_cast<int>(bytes.size());
+  std::vector<int> lens(static_cast<std::size_t>(size)), offsets(lens.size());
+  check_mpi(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  int total = 0;
+  for (std::size_t i = 0; i < lens.size(); ++i) {
+    offsets[i] = total;
+    total += lens[i];
+  }
+  std::string all(static_cast<std::size_t>(total), '\0');
+  check_mpi(MPI_Allgatherv(bytes.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(),
+                           MPI_CHAR, comm),
+            "MPI_Allgatherv");
+  std::vector<RankInfo> table;
+  table.reserve(lens.size());
+  for (std::size_t i = 0; i < lens.size(); ++i)
+    table.push_back(decode(all.data() + offsets[i], static_cast<std::size_t>(lens[i])));
+  return table;
+}
+
+std::vector<RankInfo> gather_rank_table(const Runtime& rt, int threads, const std::string& device) {
+  return gather_rank_table(describe_self(rt, threads, device), MPI_COMM_WORLD);
+}
+
+std::string format_rank_table(const std::vector<RankInfo>& table) {
+  struct Column {
+    const char* title;
+    bool right;  // numbers right-aligned, names left-aligned
+    std::vector<std::string> cells;
+  };
+  std::vector<Column> cols = {{"rank", true, {}},   {"local", true, {}},   {"host", false, {}},
+                              {"device", false, {}}, {"threads", true, {}}, {"cpus", false, {}},
+                              {"pid", true, {}}};
+  for (const auto& r : table) {
+    cols[0].cells.push_back(std::to_string(r.rank));
+    cols[1].cells.push_back(std::to_string(r.local_rank) + "/" + std::to_string(r.local_size));
+    cols[2].cells.push_back(r.host.empty() ? "?" : r.host);
+    cols[3].cells.push_back(r.device.empty() ? "?" : r.device);
+    cols[4].cells.push_back(std::to_string(r.threads));
+    cols[5].cells.push_back(r.affinity.empty() ? "?" : r.affinity);
+    cols[6].cells.push_back(std::to_string(r.pid));
+  }
+  std::vector<std::size_t> width;
+  for (const auto& c : cols) {
+    std::size_t w = std::strlen(c.title);
+    for (const auto& s : c.cells) w = std::max(w, s.size());
+    width.push_back(w);
+  }
+  std::ostringstream out;
+  auto cell = [&](std::size_t c, const std::string& s, bool last) {
+    const std::string pad(width[c] - s.size(), ' ');
+    if (cols[c].right) {
+      out << pad << s;
+    } else {
+      out << s;
+      if (!last) out << pad;  // no trailing blanks at the end of a line
+    }
+    if (!last) out << "  ";
+  };
+  for (std::size_t c = 0; c < cols.size(); ++c) cell(c, cols[c].title, c + 1 == cols.size());
+  out << '\n';
+  for (std::size_t r = 0; r < table.size(); ++r) {
+    for (std::size_t c = 0; c < cols.size(); ++c) cell(c, cols[c].cells[r], c + 1 == cols.size());
+    out << '\n';
+  }
+  return out.str();
+}
+
+}  // namespace ddp::runtime

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# data.distribute = broadcast: three ranks on one node hold one copy of the training images in MPI
+# shared memory; each-reads holds one per rank. Compares each rank's private resident memory.
+source "$(dirname "$0")/lib.sh"
+[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+for mode in each-reads broadcast; do
+  mpirun_local -np 3 "$BIN" --config "$SRC/configs/fashion_mnist.toml" --data.distribute $mode \
+    --train.epochs 1 --data.train_limit 600 --run-dir "$WORK/$mode" > "$WORK/$mode.log" 2>&1 \
+    || { cat "$WORK/$mode.log"; fail "$mode run failed"; }
+  grep "^memory" "$WORK/$mode.log"
+done
+# Largest private MiB over the ranks.
+max_private() { grep "^memory" "$1" | grep -o 'rank [0-9]* [0-9]*/' | awk '{ sub("/", "", $3); if ($3 > m) m = $3 } END { print m }'; }
+each=$(max_private "$WORK/each-reads.log")
+bcast=$(max_private "$WORK/broadcast.log")
+# The Fashion-MNIST training set is 47 MB of pixels: broadcast must save at least 40 MiB per rank.
+[ $((each - bcast)) -ge 40 ] || fail "broadcast does not share the dataset: private $bcast MiB vs $each MiB"
+pass "private memory per rank: each-reads $each MiB, broadcast $bcast MiB"
