@@ -1,4 +1,7 @@
 // ddp_train: one MPI executable that trains CNN image classifiers with synchronous data parallelism.
+//   ddp_train --config FILE [--section.key VALUE ...]      train (the default command)
+//   ddp_train inspect SNAPSHOT                               what a snapshot holds
+//   ddp_train eval --snapshot FILE --config FILE             test-set accuracy of a snapshot
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -6,9 +9,11 @@
 #include "ddp/app/config.hpp"
 #include "ddp/app/config_schema.hpp"
 #include "ddp/app/threads.hpp"
+#include "ddp/ckpt/snapshot.hpp"
 #include "ddp/comm/mpi_comm.hpp"
 #include "ddp/error.hpp"
 #include "ddp/runtime/runtime.hpp"
+#include "ddp/runtime/signals.hpp"
 #include "ddp/train/trainer.hpp"
 #include "ddp/version_info.hpp"
 
@@ -19,17 +24,30 @@ struct NullBuffer : std::streambuf {
   int overflow(int c) override { return c; }
 };
 
-int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt) {
-  NullBuffer null_buf;
-  std::ostream null_out(&null_buf);
-  std::ostream& out = rt.is_root() ? std::cout : null_out;
+int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, std::ostream& out) {
   const int threads = ddp::app::configure_threads(cfg.runtime.threads);
   out << "ddp_train " << DDP_VERSION_STRING << ": " << rt.size() << " rank(s), " << threads
       << " thread(s) per rank, device cpu, config "
       << (cfg.source.empty() ? std::string("(defaults)") : cfg.source.string()) << "\n";
   ddp::comm::MpiComm comm;
   ddp::train::Trainer trainer(cfg, comm, out);
-  trainer.run();
+  const auto result = trainer.run();
+  return result.stopped ? ddp::runtime::kExitStopped : 0;
+}
+
+int run_eval(ddp::app::Config cfg, const std::string& snapshot, ddp::runtime::Runtime& rt,
+             std::ostream& out) {
+  ddp::app::configure_threads(cfg.runtime.threads);
+  cfg.train.resume = snapshot;
+  ddp::comm::MpiComm comm;
+  ddp::train::Trainer trainer(cfg, comm, out);
+  trainer.resume();
+  const auto e = trainer.evaluate();
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "test accuracy: %.2f%% (%lld samples), loss %.4f\n",
+                100.0 * e.accuracy, static_cast<long long>(e.samples), e.loss);
+  out << buf;
+  (void)rt;
   return 0;
 }
 
@@ -37,26 +55,40 @@ int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt) {
 
 int main(int argc, char** argv) {
   ddp::runtime::Runtime rt(&argc, &argv);
+  NullBuffer null_buf;
+  std::ostream null_out(&null_buf);
+  std::ostream& out = rt.is_root() ? std::cout : null_out;
+
   CLI::App app{"ddp_train: synchronous data-parallel CNN training over MPI (CPU: oneDNN).\n"
                "Every configuration key can be given as --section.key VALUE; it overrides the file."};
   app.set_version_flag("--version", std::string("ddp_train ") + DDP_VERSION_STRING);
+  app.fallthrough();
   std::string config_path;
   app.add_option("-c,--config", config_path, "TOML configuration file")->check(CLI::ExistingFile);
   ddp::app::Overrides overrides;
   ddp::app::add_config_options(app, overrides);
+
+  auto* inspect = app.add_subcommand("inspect", "print what a snapshot holds");
+  std::string inspect_file;
+  inspect->add_option("snapshot", inspect_file, "snapshot file (.h5)")->required();
+  auto* eval = app.add_subcommand("eval", "evaluate a snapshot on the test set");
+  std::string eval_file;
+  eval->add_option("--snapshot", eval_file, "snapshot file (.h5)")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // --help/--version print once (rank 0); a real parse error is reported by every rank's exit code.
-    if (rt.is_root() || e.get_exit_code() != 0) {
-      if (!rt.is_root()) return e.get_exit_code();
-      return app.exit(e);
-    }
-    return e.get_exit_code();
+    // --help and --version print once (rank 0); every rank exits with the same code.
+    if (!rt.is_root()) return e.get_exit_code();
+    return app.exit(e);
   }
   try {
+    if (*inspect) {
+      out << ddp::ckpt::inspect(inspect_file);
+      return 0;
+    }
     const auto cfg = ddp::app::load_config(config_path, overrides);
-    return run_training(cfg, rt);
+    if (*eval) return run_eval(cfg, eval_file, rt, out);
+    return run_training(cfg, rt, out);
   } catch (const ddp::Error& e) {
     std::fprintf(stderr, "ddp_train: error (rank %d of %d): %s\n", rt.rank(), rt.size(), e.what());
   } catch (const std::exception& e) {

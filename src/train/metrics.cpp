@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 
 #include "ddp/error.hpp"
 
@@ -51,14 +52,22 @@ MetricsLog::MetricsLog(const std::filesystem::path& dir, bool append)
   if (!out_) throw SystemError("cannot write " + path_.string() + ": check that run.dir is writable");
 }
 
-void MetricsLog::write_epoch(const EpochMetrics& m) {
-  out_ << "{\"epoch\": " << m.epoch << ", \"steps\": " << m.steps
-       << ", \"train_loss\": " << num(m.train_loss) << ", \"train_acc\": " << num(m.train_acc);
+std::string to_json(const EpochMetrics& m) {
+  std::ostringstream out;
+  out << "{\"epoch\": " << m.epoch << ", \"steps\": " << m.steps
+      << ", \"train_loss\": " << num(m.train_loss) << ", \"train_acc\": " << num(m.train_acc);
   if (m.evaluated)
-    out_ << ", \"test_loss\": " << num(m.test_loss) << ", \"test_acc\": " << num(m.test_acc)
-         << ", \"test_samples\": " << m.test_samples;
-  out_ << ", \"lr\": " << num(m.lr) << ", \"images_per_s\": " << num(m.images_per_s)
-       << ", \"epoch_s\": " << num(m.epoch_s) << ", \"eval_s\": " << num(m.eval_s) << "}\n";
+    out << ", \"test_loss\": " << num(m.test_loss) << ", \"test_acc\": " << num(m.test_acc)
+        << ", \"test_samples\": " << m.test_samples;
+  out << ", \"lr\": " << num(m.lr) << ", \"images_per_s\": " << num(m.images_per_s)
+      << ", \"epoch_s\": " << num(m.epoch_s) << ", \"eval_s\": " << num(m.eval_s) << "}";
+  return out.str();
+}
+
+void MetricsLog::write_epoch(const EpochMetrics& m) { write_history(to_json(m) + "\n"); }
+
+void MetricsLog::write_history(const std::string& jsonl) {
+  out_ << jsonl;
   out_.flush();
   if (!out_) throw SystemError("writing " + path_.string() + " failed (disk full?)");
 }

@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "ddp/backend/cpu_backend.hpp"
+#include "ddp/ckpt/snapshot.hpp"
 #include "ddp/data/distribute.hpp"
 #include "ddp/data/loader.hpp"
 #include "ddp/data/readers.hpp"
@@ -14,6 +15,8 @@
 #include "ddp/error.hpp"
 #include "ddp/rng.hpp"
 #include "ddp/runtime/runtime.hpp"
+#include "ddp/runtime/signals.hpp"
+#include "ddp/version_info.hpp"
 
 namespace ddp::train {
 namespace {
@@ -187,8 +190,12 @@ void Trainer::check_replicas() {
                 " differ from rank 0's (non-deterministic kernel, memory corruption or a bug)");
 }
 
-EpochMetrics Trainer::train_epoch(std::int64_t epoch) {
+EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, bool& stopped) {
   auto batches = data::epoch_batches(sampler_options(), static_cast<std::uint64_t>(epoch));
+  // A resumed epoch continues where the snapshot left it: the batches are a function of
+  // (seed, epoch, global batch), not of the number of ranks.
+  batches.erase(batches.begin(),
+                batches.begin() + std::min<std::ptrdiff_t>(first_step, std::ssize(batches)));
   data::Augmentation aug;
   aug.random_crop = cfg_.data.augment;
   aug.hflip = cfg_.data.augment;
@@ -201,8 +208,9 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch) {
   ProgressBar bar(comm_.rank() == 0 && runtime::stdout_is_terminal(), epoch + 1,
                   cfg_.train.epochs, steps_per_epoch_);
   double loss_sum = 0.0;
-  std::int64_t correct = 0, seen = 0, global_seen = 0, step = 0;
+  std::int64_t correct = 0, seen = 0, global_seen = 0, step = first_step;
   double lr = 0.0;
+  stopped = false;
   const auto t0 = Clock::now();
   while (auto b = loader.next()) {
     lr = sched_->at(global_step_);
@@ -214,9 +222,17 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch) {
     ++step;
     seen += b->size;
     global_seen += b->global_size;
+    samples_seen_ += b->global_size;
     if (step % 10 == 0 || step == steps_per_epoch_)
       bar.update(step, seen > 0 ? loss_sum / static_cast<double>(seen) : 0.0,
                  static_cast<double>(global_seen) / seconds_since(t0));
+    // All ranks agree at every step boundary whether any of them was asked to stop.
+    std::int64_t stop = runtime::stop_requested() ? 1 : 0;
+    if (comm_.size() > 1) comm_.allreduce_sum(std::span<std::int64_t>(&stop, 1));
+    if (stop > 0 && step < steps_per_epoch_) {
+      stopped = true;
+      break;
+    }
   }
   const double train_s = seconds_since(t0);
   bar.clear();
@@ -231,7 +247,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch) {
   EpochMetrics m;
   m.epoch = epoch + 1;
   m.epochs = cfg_.train.epochs;
-  m.steps = step;
+  m.steps = step - first_step;
   m.train_loss = counts[1] > 0 ? sums[0] / static_cast<double>(counts[1]) : 0.0;
   m.train_acc = counts[1] > 0 ? static_cast<double>(counts[0]) / static_cast<double>(counts[1]) : 0;
   m.lr = lr;
@@ -281,12 +297,97 @@ EvalResult Trainer::evaluate() {
   return e;
 }
 
+void Trainer::resume() {
+  const auto& r = cfg_.train.resume;
+  if (r.empty()) return;
+  const std::filesystem::path dir = cfg_.run.dir;
+  // Rank 0 reads the snapshot (the run directory need not be shared); the state travels over MPI.
+  std::vector<std::int64_t> pos(6, 0);  // found, epoch, step, samples, global step, opt steps
+  std::string history;
+  if (comm_.rank() == 0) {
+    std::optional<std::filesystem::path> file;
+    if (r == "auto") {
+      file = ckpt::find_latest(dir, [this](const std::string& w) {
+        std::fprintf(stderr, "ddp_train: warning: %s\n", w.c_str());
+        out_ << "warning: " << w << "\n";
+      });
+      if (!file) out_ << "resume: no snapshot in " << dir.string() << ", starting from scratch\n";
+    } else {
+      file = std::filesystem::path(r);
+    }
+    if (file) {
+      const ckpt::Snapshot snap = ckpt::read_snapshot(*file);
+      ckpt::restore(snap, *model_, *opt_);
+      const auto& p = snap.meta.position;
+      pos = {1, p.epoch, p.step_in_epoch, p.samples_seen, p.global_step, snap.optimizer_steps};
+      history = snap.meta.metrics_jsonl;
+      out_ << "resume: " << file->string() << " (epoch " << p.epoch << ", step " << p.step_in_epoch
+           << ", written by " << snap.meta.world_size << " rank(s))\n";
+    }
+  }
+  if (comm_.size() > 1) {
+    comm_.broadcast(std::as_writable_bytes(std::span<std::int64_t>(pos)), 0);
+    if (pos[0]) {
+      comm_.broadcast(std::as_writable_bytes(model_->params()), 0);
+      comm_.broadcast(std::as_writable_bytes(model_->buffers()), 0);
+      for (auto& [name, t] : opt_->state())
+        comm_.broadcast(std::as_writable_bytes(std::span<float>(t.data(), static_cast<std::size_t>(t.numel()))), 0);
+      std::int64_t len = static_cast<std::int64_t>(history.size());
+      comm_.broadcast(std::as_writable_bytes(std::span<std::int64_t>(&len, 1)), 0);
+      history.resize(static_cast<std::size_t>(len));
+      comm_.broadcast(std::as_writable_bytes(std::span<char>(history.data(), history.size())), 0);
+    }
+  }
+  if (!pos[0]) return;
+  start_epoch_ = pos[1];
+  start_step_ = pos[2];
+  samples_seen_ = pos[3];
+  global_step_ = pos[4];
+  opt_->set_steps_taken(pos[5]);
+  history_ = history;
+  if (start_step_ >= steps_per_epoch_) {
+    // A mid-epoch snapshot of a run with another global batch: its step count does not fit.
+    throw ConfigError("snapshot position epoch " + std::to_string(start_epoch_) + " step " +
+                      std::to_string(start_step_) + " does not fit " +
+                      std::to_string(steps_per_epoch_) +
+                      " steps per epoch: resume with the global batch the run was started with");
+  }
+}
+
+void Trainer::save(std::int64_t epoch, std::int64_t step_in_epoch) {
+  if (comm_.rank() != 0) return;
+  ckpt::SnapshotMeta meta;
+  meta.position = {epoch, step_in_epoch, samples_seen_, global_step_};
+  meta.seed = cfg_.train.seed;
+  meta.world_size = comm_.size();
+  meta.config_toml = cfg_.resolved_toml;
+  meta.metrics_jsonl = history_;
+  meta.program_version = DDP_VERSION_STRING;
+  const std::string name =
+      step_in_epoch > 0 ? ckpt::snapshot_name(epoch, step_in_epoch) : ckpt::snapshot_name(epoch);
+  const std::filesystem::path file = std::filesystem::path(cfg_.run.dir) / name;
+  const auto t0 = Clock::now();
+  ckpt::write_snapshot(file, *model_, *opt_, cfg_.optim.name, meta);
+  ckpt::prune(cfg_.run.dir, static_cast<int>(cfg_.train.keep_last));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, " (%.3f s)", seconds_since(t0));
+  out_ << "snapshot: " << file.string() << buf << "\n";
+  out_.flush();
+}
+
 TrainResult Trainer::run() {
   const bool root = comm_.rank() == 0;
+  // A run directory we cannot write fails now, not after hours of training.
+  if (root) {
+    ckpt::ensure_writable_dir(cfg_.run.dir);
+    ckpt::remove_stale_temp_files(cfg_.run.dir);
+  }
+  runtime::install_stop_handlers();
+  resume();
   std::unique_ptr<MetricsLog> log;
   if (root) {
-    std::filesystem::create_directories(cfg_.run.dir);
     log = std::make_unique<MetricsLog>(cfg_.run.dir, false);
+    log->write_history(history_);
   }
   // Resident memory per rank, private vs shared: shows that data.distribute = "broadcast" holds the
   // dataset once per node.
@@ -311,8 +412,19 @@ TrainResult Trainer::run() {
 
   TrainResult result;
   const auto t0 = Clock::now();
-  for (std::int64_t epoch = 0; epoch < cfg_.train.epochs; ++epoch) {
-    EpochMetrics m = train_epoch(epoch);
+  for (std::int64_t epoch = start_epoch_; epoch < cfg_.train.epochs; ++epoch) {
+    bool stopped = false;
+    EpochMetrics m = train_epoch(epoch, epoch == start_epoch_ ? start_step_ : 0, stopped);
+    if (stopped) {
+      const std::int64_t step = (epoch == start_epoch_ ? start_step_ : 0) + m.steps;
+      out_ << "stop requested (signal " << runtime::stop_signal() << " on some rank): saving epoch "
+           << epoch + 1 << " at step " << step << "\n";
+      save(epoch, step);
+      result.stopped = true;
+      result.last = m;
+      result.total_s = seconds_since(t0);
+      return result;
+    }
     const bool last = epoch + 1 == cfg_.train.epochs;
     if (last || (cfg_.train.eval_every > 0 && (epoch + 1) % cfg_.train.eval_every == 0)) {
       const auto te = Clock::now();
@@ -325,8 +437,11 @@ TrainResult Trainer::run() {
     }
     out_ << format_epoch_line(m) << "\n";
     out_.flush();
+    history_ += to_json(m) + "\n";
     if (log) log->write_epoch(m);
     result.last = m;
+    if (last || (cfg_.train.save_every > 0 && (epoch + 1) % cfg_.train.save_every == 0))
+      save(epoch + 1, 0);
   }
   result.total_s = seconds_since(t0);
   const std::uint64_t digest = model_->digest();

@@ -29,11 +29,16 @@ std::string format_epoch_line(const EpochMetrics& m);
 // "9,840"
 std::string with_thousands(double value);
 
+// One epoch as a metrics.jsonl line (no trailing newline).
+std::string to_json(const EpochMetrics& m);
+
 class MetricsLog {
  public:
   // Opens (truncates, or appends when resuming) dir/metrics.jsonl.
   MetricsLog(const std::filesystem::path& dir, bool append);
   void write_epoch(const EpochMetrics& m);
+  // Lines carried over from a snapshot when resuming (already JSON, newline-terminated).
+  void write_history(const std::string& jsonl);
   // The closing summary object: {"summary": true, ...}.
   void write_summary(const EpochMetrics& last, double total_s, std::int64_t world_size,
                      std::uint64_t weights_digest);

@@ -27,6 +27,7 @@ struct EvalResult {
 struct TrainResult {
   EpochMetrics last;
   double total_s = 0.0;
+  bool stopped = false;  // a stop signal ended training early (a snapshot was written)
 };
 
 class Trainer {
@@ -38,13 +39,19 @@ class Trainer {
 
   TrainResult run();
   EvalResult evaluate();
+  // Loads the snapshot cfg.train.resume names ("auto" or a path; "" does nothing): rank 0 reads it,
+  // every rank receives the state. run() calls it; `ddp_train eval` calls it alone.
+  void resume();
 
   nn::Model& model() { return *model_; }
   const data::Dataset& train_set() const { return train_; }
   const data::Dataset& test_set() const { return test_; }
 
  private:
-  EpochMetrics train_epoch(std::int64_t epoch);
+  // Trains epoch `epoch` from step `first_step`; sets `stopped` when all ranks agreed to stop.
+  EpochMetrics train_epoch(std::int64_t epoch, std::int64_t first_step, bool& stopped);
+  // Rank 0 writes a snapshot of the current state at `position` and prunes old ones.
+  void save(std::int64_t epoch, std::int64_t step_in_epoch);
   data::SamplerOptions sampler_options() const;
   // Forward + backward of one rank's share of a global batch, in cfg.train.accumulate
   // micro-batches, then the gradient all-reduce. Returns the summed loss and correct count.
@@ -71,6 +78,9 @@ class Trainer {
   std::vector<std::int64_t> sample_ids_;
   std::int64_t steps_per_epoch_ = 0;
   std::int64_t global_step_ = 0;
+  std::int64_t samples_seen_ = 0;
+  std::int64_t start_epoch_ = 0, start_step_ = 0;  // where a resumed run continues
+  std::string history_;                             // metrics.jsonl lines so far
   Tensor dlogits_;
 };
 
