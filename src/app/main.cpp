@@ -2,7 +2,9 @@
 //   ddp_train --config FILE [--section.key VALUE ...]      train (the default command)
 //   ddp_train inspect SNAPSHOT                               what a snapshot holds
 //   ddp_train eval --snapshot FILE --config FILE             test-set accuracy of a snapshot
+//   ddp_train diff A.h5 B.h5                                 largest relative weight difference
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -39,6 +41,12 @@ int run_eval(ddp::app::Config cfg, const std::string& snapshot, ddp::runtime::Ru
              std::ostream& out) {
   ddp::app::configure_threads(cfg.runtime.threads);
   cfg.train.resume = snapshot;
+  // Evaluation never steps the optimizer, but restoring checks that its state fits: build the
+  // optimizer the snapshot was written with, whatever the config says.
+  const auto meta_opt = ddp::ckpt::read_snapshot(snapshot);
+  cfg.optim.name = meta_opt.optimizer_name;
+  if (meta_opt.optimizer.count("momentum") && cfg.optim.momentum == 0.0) cfg.optim.momentum = 0.9;
+  if (!meta_opt.optimizer.count("momentum")) cfg.optim.momentum = 0.0;
   ddp::comm::MpiComm comm;
   ddp::train::Trainer trainer(cfg, comm, out);
   trainer.resume();
@@ -48,6 +56,32 @@ int run_eval(ddp::app::Config cfg, const std::string& snapshot, ddp::runtime::Ru
                 100.0 * e.accuracy, static_cast<long long>(e.samples), e.loss);
   out << buf;
   (void)rt;
+  return 0;
+}
+
+// Largest relative difference between two snapshots' model tensors, per tensor and overall:
+// max |a-b| / max(max |a|, tiny) over each tensor. Exit 0 when the architectures match.
+int run_diff(const std::string& a_file, const std::string& b_file, std::ostream& out) {
+  const auto a = ddp::ckpt::read_snapshot(a_file);
+  const auto b = ddp::ckpt::read_snapshot(b_file);
+  double worst = 0.0;
+  for (const auto& [name, va] : a.model) {
+    const auto it = b.model.find(name);
+    if (it == b.model.end() || it->second.size() != va.size())
+      throw ddp::ConfigError("snapshots differ in architecture: tensor '" + name + "'");
+    double diff = 0.0, scale = 1e-30;
+    for (std::size_t i = 0; i < va.size(); ++i) {
+      diff = std::max(diff, static_cast<double>(std::abs(va[i] - it->second[i])));
+      scale = std::max(scale, static_cast<double>(std::abs(va[i])));
+    }
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-28s max rel diff %.3e\n", name.c_str(), diff / scale);
+    out << line;
+    worst = std::max(worst, diff / scale);
+  }
+  char line[96];
+  std::snprintf(line, sizeof line, "max relative difference: %.3e\n", worst);
+  out << line;
   return 0;
 }
 
@@ -74,6 +108,10 @@ int main(int argc, char** argv) {
   auto* eval = app.add_subcommand("eval", "evaluate a snapshot on the test set");
   std::string eval_file;
   eval->add_option("--snapshot", eval_file, "snapshot file (.h5)")->required();
+  auto* diff = app.add_subcommand("diff", "compare the model tensors of two snapshots");
+  std::string diff_a, diff_b;
+  diff->add_option("a", diff_a, "first snapshot")->required();
+  diff->add_option("b", diff_b, "second snapshot")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -86,6 +124,7 @@ int main(int argc, char** argv) {
       out << ddp::ckpt::inspect(inspect_file);
       return 0;
     }
+    if (*diff) return run_diff(diff_a, diff_b, out);
     const auto cfg = ddp::app::load_config(config_path, overrides);
     if (*eval) return run_eval(cfg, eval_file, rt, out);
     return run_training(cfg, rt, out);

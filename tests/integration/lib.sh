@@ -38,3 +38,16 @@ ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 losses_5sig() {
   grep -o '"train_loss": [-0-9.e]*' "$1" | awk '{ printf "%.5g\n", $2 }'
 }
+
+# Max relative weight difference of two snapshots (ddp_train diff).
+max_rel_diff() { "$BIN" diff "$1" "$2" | awk '/^max relative difference/ { print $4 }'; }
+
+# PIDs of the ddp_train ranks whose command line mentions $1 (not mpirun's).
+rank_pids() { pgrep -f "^$BIN .*$1" || true; }
+
+# Waits until file $1 contains pattern $2 (up to $3 seconds).
+wait_for() {
+  local i
+  for ((i = 0; i < $3 * 10; i++)); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
