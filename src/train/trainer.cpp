@@ -168,7 +168,11 @@ backend::Backend::LossResult Trainer::train_step(const float* images, const std:
   }
   if (!overlap) {
     if (k > 1) be_->add(accum_.numel(), accum_.data(), grads.data());
-    if (comm_.size() > 1) comm_.allreduce_sum(grads);
+    if (comm_.size() > 1) {
+      const auto t0 = Clock::now();
+      comm_.allreduce_sum(grads);
+      blocking_wait_s_ += seconds_since(t0);
+    }
   }
   return total;
 }
@@ -211,6 +215,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   std::int64_t correct = 0, seen = 0, global_seen = 0, step = first_step;
   double lr = 0.0;
   stopped = false;
+  const double wait0 = (sync_ ? sync_->stats().exposed_s : 0.0) + blocking_wait_s_;
   const auto t0 = Clock::now();
   while (auto b = loader.next()) {
     lr = sched_->at(global_step_);
@@ -252,6 +257,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   m.train_acc = counts[1] > 0 ? static_cast<double>(counts[0]) / static_cast<double>(counts[1]) : 0;
   m.lr = lr;
   m.epoch_s = train_s;
+  m.comm_wait_s = (sync_ ? sync_->stats().exposed_s : 0.0) + blocking_wait_s_ - wait0;
   m.images_per_s = train_s > 0 ? static_cast<double>(global_seen) / train_s : 0.0;
   return m;
 }

@@ -28,7 +28,7 @@ summary_field() {
 
 # metrics.jsonl without the wall-clock fields (for comparing runs).
 metrics_without_timing() {
-  sed -E 's/, "(images_per_s|epoch_s|eval_s|total_s)": [^,}]*//g' "$1"
+  sed -E 's/, "(images_per_s|epoch_s|eval_s|total_s|comm_wait_s)": [^,}]*//g' "$1"
 }
 
 # awk-based float comparison: ge A B -> success when A >= B.

@@ -79,6 +79,7 @@ class Trainer {
   std::int64_t steps_per_epoch_ = 0;
   std::int64_t global_step_ = 0;
   std::int64_t samples_seen_ = 0;
+  double blocking_wait_s_ = 0.0;  // all-reduce time without overlap (comm.overlap = false)
   std::int64_t start_epoch_ = 0, start_step_ = 0;  // where a resumed run continues
   std::string history_;                             // metrics.jsonl lines so far
   Tensor dlogits_;
