@@ -1,7 +1,9 @@
 // Max and average pooling on oneDNN. Max pooling keeps oneDNN's argmax workspace from the last
 // training forward for the backward pass. Average pooling excludes padding (PyTorch's
 // count_include_pad=False is not the default, but with our zero-padding configs both agree).
+#include <cstdint>
 #include <map>
+#include <vector>
 
 #include "cpu_ops.hpp"
 #include "ddp/error.hpp"
@@ -9,6 +11,74 @@
 
 namespace ddp::backend::cpu {
 namespace {
+
+// 2x2/stride-2 max pooling over NCHW planes - LeNet's and the VGG net's only pooling - written out:
+// oneDNN's plain-layout pooling walks one row at a time, this reads two input rows per output row
+// and keeps a 2-bit argmax per output for backward. Same result as oneDNN's (first max wins).
+class MaxPool2x2 final : public PoolOp {
+ public:
+  explicit MaxPool2x2(const PoolGeom& g) : g_(g) {}
+
+  void forward(std::int64_t n, const float* x, float* y, bool training) override {
+    const std::int64_t planes = n * g_.c, h = g_.h, w = g_.w, oh = g_.oh, ow = g_.ow;
+    if (training) argmax_.resize(static_cast<std::size_t>(planes * oh * ow));
+    std::uint8_t* am = training ? argmax_.data() : nullptr;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t p = 0; p < planes; ++p) {
+      const float* xp = x + p * h * w;
+      float* yp = y + p * oh * ow;
+      std::uint8_t* ap = am ? am + p * oh * ow : nullptr;
+      for (std::int64_t i = 0; i < oh; ++i) {
+        const float* r0 = xp + 2 * i * w;
+        const float* r1 = r0 + w;
+        for (std::int64_t j = 0; j < ow; ++j) {
+          const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+          std::uint8_t k = 0;
+          float m = a;
+          if (b > m) {
+            m = b;
+            k = 1;
+          }
+          if (c > m) {
+            m = c;
+            k = 2;
+          }
+          if (d > m) {
+            m = d;
+            k = 3;
+          }
+          yp[i * ow + j] = m;
+          if (ap) ap[i * ow + j] = k;
+        }
+      }
+    }
+    if (training) last_train_n_ = n;
+  }
+
+  void backward(std::int64_t n, const float* dy, float* dx) override {
+    if (n != last_train_n_)
+      throw Error("internal: pooling backward without a matching training forward");
+    const std::int64_t planes = n * g_.c, h = g_.h, w = g_.w, oh = g_.oh, ow = g_.ow;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t p = 0; p < planes; ++p) {
+      float* dxp = dx + p * h * w;
+      const float* dyp = dy + p * oh * ow;
+      const std::uint8_t* ap = argmax_.data() + p * oh * ow;
+      // Odd trailing rows/columns (floor mode) receive no gradient.
+      for (std::int64_t q = 0; q < h * w; ++q) dxp[q] = 0.0f;
+      for (std::int64_t i = 0; i < oh; ++i)
+        for (std::int64_t j = 0; j < ow; ++j) {
+          const std::uint8_t k = ap[i * ow + j];
+          dxp[(2 * i + (k >> 1)) * w + 2 * j + (k & 1)] = dyp[i * ow + j];
+        }
+    }
+  }
+
+ private:
+  PoolGeom g_;
+  std::vector<std::uint8_t> argmax_;
+  std::int64_t last_train_n_ = -1;
+};
 
 class Pool final : public PoolOp {
  public:
@@ -89,6 +159,10 @@ class Pool final : public PoolOp {
 
 }  // namespace
 
-std::unique_ptr<PoolOp> make_pool(const PoolGeom& g) { return std::make_unique<Pool>(g); }
+std::unique_ptr<PoolOp> make_pool(const PoolGeom& g) {
+  if (g.kind == PoolKind::max && g.kh == 2 && g.kw == 2 && g.stride == 2 && g.pad == 0)
+    return std::make_unique<MaxPool2x2>(g);
+  return std::make_unique<Pool>(g);
+}
 
 }  // namespace ddp::backend::cpu
