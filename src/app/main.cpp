@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "ddp/app/build_info.hpp"
 #include "ddp/app/config.hpp"
 #include "ddp/app/config_schema.hpp"
 #include "ddp/app/threads.hpp"
@@ -95,7 +96,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"ddp_train: synchronous data-parallel CNN training over MPI (CPU: oneDNN).\n"
                "Every configuration key can be given as --section.key VALUE; it overrides the file."};
-  app.set_version_flag("--version", std::string("ddp_train ") + DDP_VERSION_STRING);
+  app.set_version_flag("--version", ddp::app::build_info());
   app.fallthrough();
   std::string config_path;
   app.add_option("-c,--config", config_path, "TOML configuration file")->check(CLI::ExistingFile);

@@ -1,0 +1,37 @@
+#include "ddp/app/build_info.hpp"
+
+#include <hdf5.h>
+#include <mpi.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <sstream>
+
+#include "ddp/version_info.hpp"
+
+namespace ddp::app {
+
+std::string build_info() {
+  std::ostringstream os;
+  os << "ddp_train " << DDP_VERSION_STRING << " (" << DDP_BUILD_TYPE << ")\n";
+  os << "backends: cpu (oneDNN)";
+#ifdef DDP_HAVE_CUDA
+  os << ", cuda (cuDNN, cuBLAS, NCCL)";
+#else
+  os << "; cuda not built (configure with -DDDP_CUDA=ON on a machine with the CUDA toolkit)";
+#endif
+  os << "\n";
+  const dnnl_version_t* v = dnnl_version();
+  os << "oneDNN " << v->major << "." << v->minor << "." << v->patch << "\n";
+  char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(mpi, &len);
+  std::string mpi_text(mpi, static_cast<std::size_t>(len));
+  if (auto nl = mpi_text.find_first_of(",\n"); nl != std::string::npos) mpi_text.resize(nl);
+  os << "MPI: " << mpi_text << "\n";
+  unsigned maj = 0, min = 0, rel = 0;
+  H5get_libversion(&maj, &min, &rel);
+  os << "HDF5 " << maj << "." << min << "." << rel;
+  return os.str();
+}
+
+}  // namespace ddp::app
