@@ -8,6 +8,28 @@
 
 namespace ddp::ckpt {
 
+std::string write_durably(const std::filesystem::path& p, const void* data, std::size_t size) {
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  const std::string name = p.filename().string();
+  if (fd < 0) return "creating " + name + ": " + errno_text(errno);
+  const char* at = static_cast<const char*>(data);
+  std::string error;
+  while (size > 0 && error.empty()) {
+    const ssize_t n = ::write(fd, at, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      error = "writing " + name + ": " + errno_text(errno);
+    } else {
+      at += n;
+      size -= static_cast<std::size_t>(n);
+    }
+  }
+  if (error.empty() && ::fsync(fd) != 0) error = "fsync of " + name + ": " + errno_text(errno);
+  // Network file systems may report a failed write only here.
+  if (::close(fd) != 0 && error.empty()) error = "closing " + name + ": " + errno_text(errno);
+  return error;
+}
+
 int fsync_path(const std::filesystem::path& p) {
   // O_RDONLY suffices for fsync on Linux, and is the only way to open a directory.
   const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
@@ -34,6 +56,8 @@ bool is_temp_name(const std::string& name, long* pid) {
   return true;
 }
 
-std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
+std::string errno_text(int err) {
+  return std::error_code(err, std::generic_category()).message();
+}
 
 }  // namespace ddp::ckpt

@@ -1,9 +1,15 @@
 #pragma once
-// POSIX pieces of the atomic write: fsync of a file or directory, the temporary name, errno text.
+// POSIX pieces of the atomic write: writing a file durably, fsync of a directory, the temporary
+// name, errno text.
+#include <cstddef>
 #include <filesystem>
 #include <string>
 
 namespace ddp::ckpt {
+
+// Creates (or truncates) p, writes the bytes, fsyncs and closes it. Returns "" on success, else
+// what failed and why ("writing <name>: No space left on device").
+std::string write_durably(const std::filesystem::path& p, const void* data, std::size_t size);
 
 // Flushes p (a file or a directory) to stable storage. Returns 0 or the errno of the failure.
 int fsync_path(const std::filesystem::path& p);

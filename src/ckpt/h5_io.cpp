@@ -1,12 +1,8 @@
 #include "h5_io.hpp"
 
-#include <bit>
-#include <cstdio>
-
 namespace ddp::ckpt::h5 {
 namespace {
 
-constexpr const char* kChecksumAttr = "checksum";
 constexpr int kMaxRank = 8;
 
 struct StackText {
@@ -28,13 +24,9 @@ herr_t collect(unsigned n, const H5E_error2_t* err, void* out) {
   return 0;
 }
 
-std::string hex(std::uint64_t v) {
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
+Dataspace scalar_space() {
+  return Dataspace(check_id(H5Screate(H5S_SCALAR), "creating a dataspace"));
 }
-
-Dataspace scalar_space() { return Dataspace(check_id(H5Screate(H5S_SCALAR), "creating a dataspace")); }
 
 // A fixed-length, NUL-terminated UTF-8 string type holding text (h5dump prints it as text).
 Datatype string_type(const std::string& text) {
@@ -73,8 +65,9 @@ void write_attr(hid_t file, const std::string& path, const char* name, hid_t fil
 void read_int_attr(hid_t file, const std::string& path, const char* name, hid_t mem_type,
                    void* out) {
   const std::string what = "attribute " + path + " " + name;
-  Attribute a(check_id(H5Aopen_by_name(file, path.c_str(), name, H5P_DEFAULT, H5P_DEFAULT),
-                       "opening " + what));
+  // Through the object, which stays open while the attribute is in use.
+  Object obj(check_id(H5Oopen(file, path.c_str(), H5P_DEFAULT), "opening " + path));
+  Attribute a(check_id(H5Aopen(obj, name, H5P_DEFAULT), "opening " + what));
   Datatype t(check_id(H5Aget_type(a), "reading the type of " + what));
   if (H5Tget_class(t) != H5T_INTEGER) throw Failure(what + ": not an integer");
   Dataspace s(check_id(H5Aget_space(a), "reading the shape of " + what));
@@ -101,12 +94,18 @@ void check(herr_t status, const std::string& what) {
   if (status < 0) throw Failure(what + ": " + last_error());
 }
 
-PropList file_access() {
+PropList memory_file_access(std::size_t increment) {
   PropList fapl(check_id(H5Pcreate(H5P_FILE_ACCESS), "creating file access properties"));
+  // Closing the file closes everything in it: no id can outlive it by mistake.
   check(H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG), "setting the close degree");
-#if (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7) || H5_VERSION_GE(1, 12, 1)
-  check(H5Pset_file_locking(fapl, false, true), "disabling file locking");
-#endif
+  check(H5Pset_fapl_core(fapl, increment, false), "selecting the in-memory file driver");
+  return fapl;
+}
+
+PropList image_file_access(const void* image, std::size_t size) {
+  PropList fapl = memory_file_access(size);
+  // HDF5 copies the image (its API is not const-correct).
+  check(H5Pset_file_image(fapl, const_cast<void*>(image), size), "handing over the file image");
   return fapl;
 }
 
@@ -132,8 +131,8 @@ std::vector<std::string> list_children(hid_t file, const std::string& path) {
     const ssize_t n = H5Lget_name_by_idx(g, ".", index, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
     if (n < 0) throw Failure("listing group " + path + ": " + last_error());
     std::string name(static_cast<std::size_t>(n) + 1, '\0');
-    if (H5Lget_name_by_idx(g, ".", index, H5_ITER_INC, i, name.data(), name.size(),
-                           H5P_DEFAULT) < 0)
+    if (H5Lget_name_by_idx(g, ".", index, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT) <
+        0)
       throw Failure("listing group " + path + ": " + last_error());
     name.resize(static_cast<std::size_t>(n));
     names.push_back(std::move(name));
@@ -154,18 +153,16 @@ void write_tensor(hid_t file, const std::string& path, const float* data,
     dims.push_back(static_cast<hsize_t>(d));
     numel *= static_cast<std::size_t>(d);
   }
-  Dataspace space(check_id(dims.empty() ? H5Screate(H5S_SCALAR)
-                                        : H5Screate_simple(static_cast<int>(dims.size()),
-                                                           dims.data(), nullptr),
-                           "creating the dataspace of " + path));
+  Dataspace space(
+      check_id(dims.empty() ? H5Screate(H5S_SCALAR)
+                            : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+               "creating the dataspace of " + path));
   // Contiguous layout (the default): see docs/snapshot_format.md for why no chunks/compression.
-  Dataset ds(check_id(H5Dcreate2(file, path.c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT,
-                                 H5P_DEFAULT, H5P_DEFAULT),
-                      "creating dataset " + path));
+  Dataset ds(check_id(
+      H5Dcreate2(file, path.c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      "creating dataset " + path));
   if (numel > 0)
     check(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "writing " + path);
-  const std::uint64_t sum = fnv1a64(std::span<const float>(data, numel));
-  write_attr(file, path, kChecksumAttr, H5T_STD_U64LE, H5T_NATIVE_UINT64, &sum);
 }
 
 TensorData read_tensor(hid_t file, const std::string& path, std::uint64_t max_bytes) {
@@ -189,24 +186,15 @@ TensorData read_tensor(hid_t file, const std::string& path, std::uint64_t max_by
   if (numel > 0)
     check(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.values.data()),
           "reading " + path);
-  const htri_t has_sum = H5Aexists(ds, kChecksumAttr);
-  if (has_sum < 0) throw Failure("reading " + path + ": " + last_error());
-  if (has_sum > 0) {
-    const std::uint64_t stored = get_attr_u64(file, path, kChecksumAttr);
-    const std::uint64_t actual = fnv1a64(out.values);
-    if (stored != actual)
-      throw Failure(path + ": checksum mismatch (stored " + hex(stored) + ", data " + hex(actual) +
-                    "): the data is corrupt");
-  }
   return out;
 }
 
 void write_string(hid_t file, const std::string& path, const std::string& text) {
   const Datatype type = string_type(text);
   const Dataspace space = scalar_space();
-  Dataset ds(check_id(
-      H5Dcreate2(file, path.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-      "creating dataset " + path));
+  Dataset ds(
+      check_id(H5Dcreate2(file, path.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+               "creating dataset " + path));
   check(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, text.c_str()), "writing " + path);
 }
 
@@ -248,32 +236,13 @@ std::uint64_t get_attr_u64(hid_t file, const std::string& path, const char* name
 
 std::string get_attr_string(hid_t file, const std::string& path, const char* name) {
   const std::string what = "attribute " + path + " " + name;
-  Attribute a(check_id(H5Aopen_by_name(file, path.c_str(), name, H5P_DEFAULT, H5P_DEFAULT),
-                       "opening " + what));
+  // Through the object, which stays open while the attribute is in use.
+  Object obj(check_id(H5Oopen(file, path.c_str(), H5P_DEFAULT), "opening " + path));
+  Attribute a(check_id(H5Aopen(obj, name, H5P_DEFAULT), "opening " + what));
   Datatype type(check_id(H5Aget_type(a), "reading the type of " + what));
   // Attributes live in the object header: 64 KiB is HDF5's own limit for compact storage.
   return read_fixed_string(type, what, std::uint64_t{1} << 16,
                            [&](hid_t mem, char* buf) { return H5Aread(a, mem, buf); });
-}
-
-namespace {
-constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
-constexpr std::uint64_t kFnvPrime = 0x100000001b3ULL;
-}  // namespace
-
-std::uint64_t fnv1a64(std::span<const float> values) {
-  std::uint64_t h = kFnvOffset;
-  for (float v : values) {
-    const auto bits = std::bit_cast<std::uint32_t>(v);
-    for (int shift = 0; shift < 32; shift += 8) h = (h ^ ((bits >> shift) & 0xffu)) * kFnvPrime;
-  }
-  return h;
-}
-
-std::uint64_t fnv1a64(std::string_view text) {
-  std::uint64_t h = kFnvOffset;
-  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * kFnvPrime;
-  return h;
 }
 
 }  // namespace ddp::ckpt::h5

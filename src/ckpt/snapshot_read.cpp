@@ -1,10 +1,13 @@
-// read_snapshot / read_meta: everything is checked (format version, every group, dataset and
-// attribute, checksums, sizes against the file size) and any problem is a DataError naming the
-// file. HDF5 itself refuses truncated files on open (the superblock records the end of file).
-#include <set>
+// read_snapshot / read_meta: everything is checked (the header's length and checksum before HDF5
+// parses anything, then the format version, every group, dataset and attribute, sizes against the
+// file size) and any problem is a DataError naming the file.
+#include <fstream>
+#include <map>
+#include <optional>
 
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/error.hpp"
+#include "file_header.hpp"
 #include "h5_io.hpp"
 #include "snapshot_layout.hpp"
 
@@ -18,20 +21,37 @@ DataError bad(const fs::path& file, const std::string& why) {
 }
 
 struct OpenFile {
-  h5::File file;
-  std::uint64_t bytes = 0;  // upper bound for any dataset in it
+  h5::File file;                 // opened from a verified in-memory copy of the file
+  std::uint64_t size = 0;        // of the file: an upper bound for any dataset in it
+  std::optional<Header> header;  // nullopt: a file without our header, read unverified
 };
 
-OpenFile open_file(const fs::path& path) {
+std::vector<char> slurp(const fs::path& path) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (ec || !fs::exists(status)) throw bad(path, "no such file");
   if (!fs::is_regular_file(status)) throw bad(path, "not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes(fs::file_size(path, ec));
+  if (ec || !in || !in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+    throw bad(path, "cannot read it: " + (ec ? ec.message() : std::string("read error")));
+  return bytes;
+}
+
+OpenFile open_file(const fs::path& path) {
+  const std::vector<char> bytes = slurp(path);
+  if (bytes.empty()) throw bad(path, "empty file");
   OpenFile out;
-  out.bytes = fs::file_size(path, ec);
-  if (ec) throw bad(path, ec.message());
-  const h5::PropList fapl = h5::file_access();
-  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
+  std::string error;
+  out.header = parse_header(bytes, &error);
+  if (out.header) error = verify_file(bytes, *out.header);
+  if (!error.empty()) throw bad(path, error);
+  out.size = bytes.size();
+  const h5::PropList fapl = h5::image_file_access(bytes.data(), bytes.size());
+  // The name only labels the in-memory file, but HDF5 insists that no file by that name exists;
+  // none can below a regular file.
+  const fs::path label = path / "in-memory";
+  const hid_t id = H5Fopen(label.c_str(), H5F_ACC_RDONLY, fapl);
   if (id < 0)
     throw bad(path, "cannot open it as HDF5 (truncated, corrupt or not an HDF5 file): " +
                         h5::last_error());
@@ -56,8 +76,15 @@ SnapshotMeta read_meta_from(const OpenFile& f) {
   meta.position.global_step = h5::get_attr_i64(f.file, m, layout::kGlobalStep);
   meta.seed = h5::get_attr_u64(f.file, m, layout::kSeed);
   meta.world_size = h5::get_attr_i64(f.file, m, layout::kWorldSize);
-  meta.config_toml = h5::read_string(f.file, layout::kConfigToml, f.bytes);
-  meta.metrics_jsonl = h5::read_string(f.file, layout::kMetricsJsonl, f.bytes);
+  meta.config_toml = h5::read_string(f.file, layout::kConfigToml, f.size);
+  meta.metrics_jsonl = h5::read_string(f.file, layout::kMetricsJsonl, f.size);
+  // The header is outside the checksum and orders snapshots in a directory: it must agree.
+  if (f.header && f.header->position != meta.position)
+    throw h5::Failure("the header's training position (epoch " +
+                      std::to_string(f.header->position.epoch) + ", step " +
+                      std::to_string(f.header->position.step_in_epoch) +
+                      ") differs from /meta's (epoch " + std::to_string(meta.position.epoch) +
+                      ", step " + std::to_string(meta.position.step_in_epoch) + ")");
   return meta;
 }
 
@@ -74,7 +101,7 @@ void for_each_tensor(hid_t file, const std::string& root, Fn fn) {
 
 void read_model(const OpenFile& f, Snapshot& s) {
   for_each_tensor(f.file, layout::kModel, [&](const std::string& name, const std::string& path) {
-    auto t = h5::read_tensor(f.file, path, f.bytes);
+    auto t = h5::read_tensor(f.file, path, f.size);
     // "a.b"/"c" and "a"/"b.c" would both be "a.b.c".
     if (!s.model.emplace(name, std::move(t.values)).second)
       throw h5::Failure(path + ": a second tensor named " + name);
@@ -92,7 +119,7 @@ void read_optimizer(const OpenFile& f, Snapshot& s) {
     auto& tensors = s.optimizer[state];
     for_each_tensor(f.file, layout::join(root, state),
                     [&](const std::string& name, const std::string& path) {
-                      auto t = h5::read_tensor(f.file, path, f.bytes);
+                      auto t = h5::read_tensor(f.file, path, f.size);
                       const auto it = shape_of.find(name);
                       if (it == shape_of.end() || *it->second != t.shape)
                         throw h5::Failure(path + ": no model tensor " + name + " of this shape");

@@ -1,11 +1,13 @@
-// write_snapshot: the HDF5 layout (docs/snapshot_format.md) written to a temporary file, made
-// durable, then renamed into place, so that a file with the final name is always complete.
+// write_snapshot: the HDF5 layout (docs/snapshot_format.md) built in memory, written to a
+// temporary file, made durable, then renamed into place, so that a file with the final name is
+// always complete.
 #include <algorithm>
 #include <set>
 
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/error.hpp"
 #include "durable_file.hpp"
+#include "file_header.hpp"
 #include "h5_io.hpp"
 #include "snapshot_layout.hpp"
 
@@ -31,7 +33,8 @@ std::vector<OptimizerState> optimizer_state(optim::Optimizer& opt,
   std::size_t needed = 0;
   for (const auto& e : entries)
     if (e.is_param)
-      needed = std::max(needed, e.tensor->offset + static_cast<std::size_t>(e.tensor->tensor.numel()));
+      needed =
+          std::max(needed, e.tensor->offset + static_cast<std::size_t>(e.tensor->tensor.numel()));
   std::vector<OptimizerState> out;
   for (const auto& [name, t] : opt.state()) {
     check_host(t, "optimizer state '" + name + "'");
@@ -53,12 +56,27 @@ void create_layer_groups(hid_t f, const std::string& root, const std::vector<Ent
       h5::create_group(f, layout::join(root, e.layer));
 }
 
-void write_contents(const fs::path& tmp, const std::vector<Entry>& entries,
-                    const std::vector<OptimizerState>& state, const std::string& optimizer_name,
-                    std::int64_t optimizer_steps, const SnapshotMeta& meta) {
-  const h5::PropList fapl = h5::file_access();
-  h5::File f(h5::check_id(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl),
-                          "creating " + tmp.string()));
+// The whole file built in memory. HDF5 never touches the disk, so a full disk cannot leave a
+// half-closed file inside the library (HDF5 1.10 then crashes at exit); the bytes go out through
+// write_durably, whose errors are plain errno.
+std::vector<char> build_image(const fs::path& tmp, const std::vector<Entry>& entries,
+                              const std::vector<OptimizerState>& state,
+                              const std::string& optimizer_name, std::int64_t optimizer_steps,
+                              const SnapshotMeta& meta) {
+  std::size_t tensor_bytes = 0;
+  for (const auto& e : entries)
+    tensor_bytes += (e.is_param ? 1 + state.size() : 1) *
+                    static_cast<std::size_t>(e.tensor->tensor.numel()) * sizeof(float);
+  const std::size_t estimate =
+      tensor_bytes + meta.config_toml.size() + meta.metrics_jsonl.size() + (std::size_t{1} << 20);
+  const h5::PropList fapl = h5::memory_file_access(estimate);
+  h5::PropList fcpl(h5::check_id(H5Pcreate(H5P_FILE_CREATE), "creating file properties"));
+  // The root group lists model, optimizer, meta in that order too.
+  h5::check(H5Pset_link_creation_order(fcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED),
+            "tracking creation order");
+  h5::check(H5Pset_userblock(fcpl, kHeaderBytes), "reserving the header");
+  h5::File f(h5::check_id(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl, fapl),
+                          "creating the file in memory"));
 
   create_layer_groups(f, layout::kModel, entries, false);
   for (const auto& e : entries)
@@ -79,7 +97,7 @@ void write_contents(const fs::path& tmp, const std::vector<Entry>& entries,
 
   h5::create_group(f, layout::kMeta);
   const std::string m = layout::kMeta;
-  h5::set_attr_i64(f, m, layout::kFormatVersion, meta.format_version);
+  h5::set_attr_i64(f, m, layout::kFormatVersion, kFormatVersion);
   h5::set_attr_string(f, m, layout::kProgramVersion, meta.program_version);
   h5::set_attr_i64(f, m, layout::kEpoch, meta.position.epoch);
   h5::set_attr_i64(f, m, layout::kStepInEpoch, meta.position.step_in_epoch);
@@ -90,9 +108,17 @@ void write_contents(const fs::path& tmp, const std::vector<Entry>& entries,
   h5::write_string(f, layout::kConfigToml, meta.config_toml);
   h5::write_string(f, layout::kMetricsJsonl, meta.metrics_jsonl);
 
-  // Flush reports write errors early; close writes the final metadata and can still fail.
-  h5::check(H5Fflush(f, H5F_SCOPE_LOCAL), "flushing " + tmp.string());
-  h5::check(f.close(), "closing " + tmp.string());
+  h5::check(H5Fflush(f, H5F_SCOPE_GLOBAL), "flushing the file in memory");
+  // The image starts at the superblock; the file reserves the user block in front of it (its
+  // addresses count from there), which is where our header goes.
+  const ssize_t size = H5Fget_file_image(f, nullptr, 0);
+  if (size < 0) throw h5::Failure("sizing the file image: " + h5::last_error());
+  std::vector<char> image(kHeaderBytes + static_cast<std::size_t>(size));
+  if (H5Fget_file_image(f, image.data() + kHeaderBytes, static_cast<std::size_t>(size)) != size)
+    throw h5::Failure("copying the file image: " + h5::last_error());
+  h5::check(f.close(), "closing the file in memory");
+  stamp_header(image, meta.position);
+  return image;
 }
 
 }  // namespace
@@ -113,14 +139,16 @@ void write_snapshot(const fs::path& file, const nn::Model& model, optim::Optimiz
     fs::remove(tmp, ignored);
   };
   try {
-    h5::QuietErrors quiet;
-    write_contents(tmp, entries, state, optimizer_name, opt.steps_taken(), meta);
-    // fsync after close: closing writes the superblock and the last metadata.
-    if (const int err = fsync_path(tmp))
-      throw failure("fsync of " + tmp.string() + ": " + errno_text(err));
+    std::vector<char> image;
+    {
+      h5::QuietErrors quiet;
+      image = build_image(tmp, entries, state, optimizer_name, opt.steps_taken(), meta);
+    }
+    const std::string error = write_durably(tmp, image.data(), image.size());
+    if (!error.empty()) throw failure(error);
     std::error_code ec;
     fs::rename(tmp, file, ec);
-    if (ec) throw failure("renaming " + tmp.string() + ": " + ec.message());
+    if (ec) throw failure("renaming " + tmp.filename().string() + ": " + ec.message());
   } catch (const h5::Failure& e) {
     discard_tmp();
     throw failure(e.what());

@@ -36,11 +36,11 @@ struct SnapshotMeta {
   std::string config_toml;      // the resolved configuration
   std::string metrics_jsonl;    // metrics.jsonl so far
   std::string program_version;  // "0.1.0"
-  std::int64_t format_version = kFormatVersion;
+  std::int64_t format_version = kFormatVersion;  // as read; writing always writes kFormatVersion
 };
 
-// Writes `file` atomically: `<dir>/.<name>.tmp.<pid>`, then flush, fsync(file), rename,
-// fsync(dir), so a file with the final name is always complete. A failure (ENOSPC, EACCES, ...)
+// Writes `file` atomically: builds it in memory, writes `<dir>/.<name>.tmp.<pid>`, fsync(file),
+// rename, fsync(dir), so a file with the final name is always complete. A failure (ENOSPC, EACCES, ...)
 // throws SystemError naming `file` and the reason, removes the temporary file and leaves any
 // previous snapshot intact. Throws ConfigError for a layer name HDF5 cannot hold (empty, ".",
 // containing '/'). Host (CPU) tensors only. optimizer_name: "sgd" | "adam" | "adamw", recorded
@@ -62,10 +62,10 @@ struct Snapshot {
   std::int64_t optimizer_steps = 0;
 };
 
-// Throws DataError naming the file on anything wrong: missing, not HDF5, truncated, a missing
-// group/dataset/attribute, a checksum mismatch, another format version.
+// Throws DataError naming the file on anything wrong: missing, not HDF5, truncated, a checksum
+// mismatch, a missing group/dataset/attribute, another format version.
 Snapshot read_snapshot(const std::filesystem::path& file);
-// Only /meta: cheap, for ordering candidates and for checks before loading tensors.
+// Only /meta, for checks before loading tensors (the file is still read and verified in full).
 SnapshotMeta read_meta(const std::filesystem::path& file);
 
 // Copies the snapshot into the model's parameters and buffers and the optimizer's state and step
@@ -81,12 +81,14 @@ std::string snapshot_name(std::int64_t epoch, std::int64_t step);
 
 // The newest complete, readable snapshot in dir (files named like snapshot_name; ordered by the
 // training position stored in each file, not by name or mtime), or nullopt when there is none.
-// Every unreadable or corrupt candidate is skipped with warn("...names the file and why").
+// The chosen file has been read in full and verified. Every truncated, corrupt or unreadable
+// candidate is skipped with warn("...names the file and why").
 std::optional<std::filesystem::path> find_latest(
     const std::filesystem::path& dir, const std::function<void(const std::string&)>& warn);
 
-// Deletes all but the newest `keep` readable snapshots in dir (keep <= 0: keeps all). Never
-// touches other files, nor snapshot files it cannot read (left for a human to look at).
+// Deletes all but the newest `keep` complete snapshots in dir (keep <= 0: keeps all), ordered like
+// find_latest. Cheap: it reads each file's 512-byte header, not the file. Never touches other
+// files, nor snapshot files that are truncated or unreadable (left for a human to look at).
 void prune(const std::filesystem::path& dir, int keep);
 
 // Removes temporary files a killed writer left behind (".snapshot_*.h5.tmp.<pid>"); returns how

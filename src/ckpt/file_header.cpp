@@ -1,0 +1,98 @@
+#include "file_header.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+namespace ddp::ckpt {
+namespace {
+
+constexpr char kMagic[] = "ddp_train snapshot\n";
+constexpr char kFormat[] =
+    "ddp_train snapshot\nformat_version %lld\nepoch %lld\nstep_in_epoch %lld\nsamples_seen "
+    "%lld\nglobal_step %lld\nbytes %llu\ncrc32 %08x\n";
+constexpr char kParse[] =
+    "ddp_train snapshot\nformat_version %lld\nepoch %lld\nstep_in_epoch %lld\nsamples_seen "
+    "%lld\nglobal_step %lld\nbytes %llu\ncrc32 %x\n";
+
+std::uint32_t crc32_of(std::span<const char> bytes) {
+  // crc32_z takes a size_t length; zlib's checksum is what Python's zlib.crc32 computes.
+  return static_cast<std::uint32_t>(
+      crc32_z(0, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
+}
+
+std::string length_error(std::uint64_t actual, std::uint64_t expected) {
+  return (actual < expected ? "truncated: " : "extended: ") + std::to_string(actual) +
+         " bytes, its header says " + std::to_string(expected);
+}
+
+}  // namespace
+
+void stamp_header(std::span<char> image, const TrainingPosition& p) {
+  char text[kHeaderBytes] = {};  // the rest of the block stays zero
+  // Text, so that `head -c 512 FILE` shows it.
+  std::snprintf(text, sizeof text, kFormat, static_cast<long long>(kFormatVersion),
+                static_cast<long long>(p.epoch), static_cast<long long>(p.step_in_epoch),
+                static_cast<long long>(p.samples_seen), static_cast<long long>(p.global_step),
+                static_cast<unsigned long long>(image.size()),
+                static_cast<unsigned>(crc32_of(image.subspan(kHeaderBytes))));
+  std::memcpy(image.data(), text, kHeaderBytes);
+}
+
+std::optional<Header> parse_header(std::span<const char> file, std::string* error) {
+  const std::size_t magic_len = sizeof kMagic - 1;
+  if (file.size() < magic_len || std::memcmp(file.data(), kMagic, magic_len) != 0)
+    return std::nullopt;
+  if (file.size() < kHeaderBytes) {
+    *error = "truncated inside its header";
+    return std::nullopt;
+  }
+  const auto end = std::find(file.begin(), file.begin() + kHeaderBytes, '\0');
+  const std::string text(file.begin(), end);
+  long long version = 0, epoch = 0, step = 0, samples = 0, global = 0;
+  unsigned long long bytes = 0;
+  unsigned crc = 0;
+  if (std::sscanf(text.c_str(), kParse, &version, &epoch, &step, &samples, &global, &bytes, &crc) !=
+      7) {
+    *error = "unreadable header";
+    return std::nullopt;
+  }
+  Header h;
+  h.format_version = version;
+  h.position = {epoch, step, samples, global};
+  h.bytes = bytes;
+  h.crc32 = crc;
+  return h;
+}
+
+std::string verify_file(std::span<const char> file, const Header& header) {
+  if (file.size() != header.bytes) return length_error(file.size(), header.bytes);
+  if (crc32_of(file.subspan(kHeaderBytes)) != header.crc32)
+    return "checksum mismatch: the file is corrupt";
+  return "";
+}
+
+std::optional<Header> read_header(const std::filesystem::path& file, std::string* error) {
+  char buf[kHeaderBytes] = {};
+  std::ifstream in(file, std::ios::binary);
+  in.read(buf, sizeof buf);
+  auto header =
+      parse_header(std::span<const char>(buf, static_cast<std::size_t>(in.gcount())), error);
+  if (!header) return header;
+  std::error_code ec;
+  const std::uint64_t size = std::filesystem::file_size(file, ec);
+  if (ec) {
+    *error = ec.message();
+    return std::nullopt;
+  }
+  if (size != header->bytes) {
+    *error = length_error(size, header->bytes);
+    return std::nullopt;
+  }
+  return header;
+}
+
+}  // namespace ddp::ckpt

@@ -1,0 +1,65 @@
+// inspect: what a snapshot holds, for `ddp_train inspect FILE`.
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "ddp/ckpt/snapshot.hpp"
+
+namespace ddp::ckpt {
+namespace {
+
+// 64-bit FNV-1a: standard, and a few lines to recompute anywhere.
+std::uint64_t fnv1a64(const std::string& text) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return h;
+}
+
+}  // namespace
+
+std::string inspect(const std::filesystem::path& file) {
+  const Snapshot s = read_snapshot(file);
+  const auto& m = s.meta;
+  const auto& p = m.position;
+  std::ostringstream os;
+  char digest[24];
+  std::snprintf(digest, sizeof digest, "%016llx",
+                static_cast<unsigned long long>(fnv1a64(m.config_toml)));
+
+  os << "snapshot      " << file.string() << "\n";
+  os << "format        version " << m.format_version << ", written by ddp_train "
+     << (m.program_version.empty() ? "(unknown version)" : m.program_version) << "\n";
+  os << "position      epoch " << p.epoch << " completed";
+  if (p.step_in_epoch > 0) os << " + step " << p.step_in_epoch << " of epoch " << p.epoch + 1;
+  os << ", global step " << p.global_step << ", " << p.samples_seen << " samples seen\n";
+  os << "seed          " << m.seed << "\n";
+  os << "world size    " << m.world_size << " (resuming may use another)\n";
+  os << "config        digest " << digest << " (FNV-1a 64 of " << m.config_toml.size()
+     << " bytes of TOML; read it with h5dump -d /meta/config_toml)\n";
+  os << "optimizer     " << (s.optimizer_name.empty() ? "(unnamed)" : s.optimizer_name) << ", "
+     << s.optimizer_steps << " steps, state:";
+  if (s.optimizer.empty()) os << " none";
+  for (const auto& [name, tensors] : s.optimizer) os << " " << name;
+  os << "\n";
+
+  std::int64_t values = 0;
+  std::size_t width = 0;
+  for (const auto& [name, shape] : s.shapes) {
+    values += Shape(shape).numel();
+    width = std::max(width, name.size());
+  }
+  os << "tensors       " << s.shapes.size() << " (" << values << " values)\n";
+  for (const auto& [name, shape] : s.shapes)
+    os << "  " << name << std::string(width - name.size() + 2, ' ') << Shape(shape).str() << "\n";
+
+  std::istringstream lines(m.metrics_jsonl);
+  std::vector<std::string> metrics;
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) metrics.push_back(line);
+  os << "metrics       " << metrics.size() << " line" << (metrics.size() == 1 ? "" : "s")
+     << " of metrics.jsonl\n";
+  for (const auto& line : metrics) os << "  " << line << "\n";
+  return os.str();
+}
+
+}  // namespace ddp::ckpt

@@ -1,0 +1,119 @@
+// restore: checks the whole snapshot against the model and optimizer first (collecting every
+// difference into one message), then copies; nothing changes unless everything fits.
+#include <algorithm>
+#include <set>
+
+#include "ddp/ckpt/snapshot.hpp"
+#include "ddp/error.hpp"
+#include "snapshot_layout.hpp"
+
+namespace ddp::ckpt {
+namespace {
+
+// Internal misuse, not a user error: restoring straight into device memory is not supported.
+void check_host(const Tensor& t, const std::string& what) {
+  if (t.device() != Device::cpu)
+    throw Error("internal: restoring " + what + " on the GPU; restore on the host, then copy");
+}
+
+std::string shape_str(const std::vector<std::int64_t>& dims) {
+  return Shape(dims).str();
+}
+
+std::string join_names(const std::set<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
+void check_model(const Snapshot& s, const std::vector<layout::Entry>& entries,
+                 std::vector<std::string>& problems, std::set<std::string>& fitting) {
+  std::map<std::string, const std::vector<std::int64_t>*> in_snapshot;
+  for (const auto& [name, shape] : s.shapes) in_snapshot[name] = &shape;
+  std::set<std::string> in_model;
+  for (const auto& e : entries) {
+    in_model.insert(e.name);
+    const auto& model_shape = e.tensor->tensor.shape().dims();
+    const auto it = in_snapshot.find(e.name);
+    if (it == in_snapshot.end()) {
+      problems.push_back("missing from the snapshot: " + e.name + " (" + shape_str(model_shape) +
+                         ")");
+    } else if (*it->second != model_shape) {
+      problems.push_back(e.name + ": snapshot " + shape_str(*it->second) + ", model " +
+                         shape_str(model_shape));
+    } else if (const auto data = s.model.find(e.name);
+               data == s.model.end() ||
+               data->second.size() != static_cast<std::size_t>(e.tensor->tensor.numel())) {
+      problems.push_back(e.name + ": the snapshot holds no data of that shape");
+    } else {
+      fitting.insert(e.name);
+    }
+  }
+  for (const auto& [name, shape] : s.shapes)
+    if (!in_model.count(name))
+      problems.push_back("not in the model: " + name + " (" + shape_str(shape) + ")");
+}
+
+void check_optimizer(const Snapshot& s, const std::vector<layout::Entry>& entries,
+                     const std::vector<std::pair<std::string, Tensor>>& state,
+                     const std::set<std::string>& fitting, std::vector<std::string>& problems) {
+  std::set<std::string> ours, theirs;
+  for (const auto& [name, t] : state) ours.insert(name);
+  for (const auto& [name, tensors] : s.optimizer) theirs.insert(name);
+  if (ours != theirs) {
+    problems.push_back("optimizer state: the snapshot ('" + s.optimizer_name + "') holds " +
+                       join_names(theirs) + ", this run's optimizer holds " + join_names(ours));
+    return;
+  }
+  for (const auto& [name, t] : state) {
+    const auto& tensors = s.optimizer.at(name);
+    for (const auto& e : entries) {
+      if (!e.is_param || !fitting.count(e.name)) continue;  // already reported for the model
+      const auto it = tensors.find(e.name);
+      if (it == tensors.end() ||
+          it->second.size() != static_cast<std::size_t>(e.tensor->tensor.numel()))
+        problems.push_back("optimizer state " + name + " of " + e.name + ": missing");
+      else if (e.tensor->offset + it->second.size() > static_cast<std::size_t>(t.numel()))
+        throw Error("internal: optimizer state '" + name + "' is shorter than the parameters");
+    }
+  }
+}
+
+}  // namespace
+
+void restore(const Snapshot& s, nn::Model& model, optim::Optimizer& opt) {
+  const auto entries = layout::model_entries(model);
+  const auto state = opt.state();
+  for (const auto& e : entries) check_host(e.tensor->tensor, e.name);
+  for (const auto& [name, t] : state) check_host(t, "optimizer state '" + name + "'");
+  std::vector<std::string> problems;
+  std::set<std::string> fitting;
+  check_model(s, entries, problems, fitting);
+  check_optimizer(s, entries, state, fitting, problems);
+  if (!problems.empty()) {
+    std::string msg = "snapshot '" + s.source.string() + "' does not fit this run (" +
+                      std::to_string(problems.size()) + " difference" +
+                      (problems.size() == 1 ? "" : "s") + "):";
+    for (const auto& p : problems) msg += "\n  " + p;
+    msg +=
+        "\nresume with the model and optimizer the snapshot was written with (`ddp_train inspect "
+        "FILE` shows them), or start in a new run directory";
+    throw ConfigError(msg);
+  }
+
+  for (const auto& e : entries) {
+    const auto& src = s.model.at(e.name);
+    std::copy(src.begin(), src.end(), e.tensor->tensor.data());
+  }
+  for (const auto& [name, t] : state) {
+    const auto& tensors = s.optimizer.at(name);
+    for (const auto& e : entries) {
+      if (!e.is_param) continue;
+      const auto& src = tensors.at(e.name);
+      std::copy(src.begin(), src.end(), t.data() + e.tensor->offset);
+    }
+  }
+  opt.set_steps_taken(s.optimizer_steps);
+}
+
+}  // namespace ddp::ckpt
