@@ -1,4 +1,5 @@
-// ddp_train: one MPI executable that trains CNN image classifiers with synchronous data parallelism.
+// ddp_train: one MPI executable that trains CNN image classifiers with synchronous data
+// parallelism.
 //   ddp_train --config FILE [--section.key VALUE ...]      train (the default command)
 //   ddp_train inspect SNAPSHOT                               what a snapshot holds
 //   ddp_train eval --snapshot FILE --config FILE             test-set accuracy of a snapshot
@@ -94,8 +95,9 @@ int main(int argc, char** argv) {
   std::ostream null_out(&null_buf);
   std::ostream& out = rt.is_root() ? std::cout : null_out;
 
-  CLI::App app{"ddp_train: synchronous data-parallel CNN training over MPI (CPU: oneDNN).\n"
-               "Every configuration key can be given as --section.key VALUE; it overrides the file."};
+  CLI::App app{
+      "ddp_train: synchronous data-parallel CNN training over MPI (CPU: oneDNN).\n"
+      "Every configuration key can be given as --section.key VALUE; it overrides the file."};
   app.set_version_flag("--version", ddp::app::build_info());
   app.fallthrough();
   std::string config_path;

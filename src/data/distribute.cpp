@@ -41,8 +41,7 @@ void bcast_bytes(std::uint8_t* p, std::size_t n, MPI_Comm comm) {
           "MPI_Bcast");
 }
 
-Dataset broadcast_dataset(const std::string& name, const std::filesystem::path& root,
-                          Split split) {
+Dataset broadcast_dataset(const std::string& name, const std::filesystem::path& root, Split split) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   Header hdr;
@@ -67,7 +66,8 @@ Dataset broadcast_dataset(const std::string& name, const std::filesystem::path& 
   if (!hdr.ok) {
     if (rank == 0) throw DataError(error);
     throw DataError(std::string("rank 0 could not read the dataset (data.distribute = "
-                                "\"broadcast\"): ") + hdr.text);
+                                "\"broadcast\"): ") +
+                    hdr.text);
   }
 
   // One window per node (key = world rank, so world rank 0 is node rank 0 and leader rank 0).
@@ -83,8 +83,8 @@ Dataset broadcast_dataset(const std::string& name, const std::filesystem::path& 
   const std::size_t bytes = pixel_bytes + static_cast<std::size_t>(hdr.n);
   auto shared = std::make_shared<SharedWindow>();
   void* base = nullptr;
-  check(MPI_Win_allocate_shared(node_rank == 0 ? static_cast<MPI_Aint>(bytes) : 0, 1,
-                                MPI_INFO_NULL, node, &base, &shared->win),
+  check(MPI_Win_allocate_shared(node_rank == 0 ? static_cast<MPI_Aint>(bytes) : 0, 1, MPI_INFO_NULL,
+                                node, &base, &shared->win),
         "MPI_Win_allocate_shared");
   MPI_Aint size = 0;
   int disp = 0;

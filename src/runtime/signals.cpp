@@ -31,7 +31,11 @@ void install_stop_handlers() {
   for (int sig : {SIGTERM, SIGUSR1, SIGINT}) sigaction(sig, &sa, nullptr);
 }
 
-bool stop_requested() { return g_signal.load(std::memory_order_relaxed) != 0; }
-int stop_signal() { return g_signal.load(std::memory_order_relaxed); }
+bool stop_requested() {
+  return g_signal.load(std::memory_order_relaxed) != 0;
+}
+int stop_signal() {
+  return g_signal.load(std::memory_order_relaxed);
+}
 
 }  // namespace ddp::runtime

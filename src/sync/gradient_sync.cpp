@@ -56,7 +56,8 @@ void GradientSync::launch(std::size_t i) {
 }
 
 void GradientSync::progress() {
-  // Open MPI progresses non-blocking collectives only inside MPI calls: test the oldest pending one.
+  // Open MPI progresses non-blocking collectives only inside MPI calls: test the oldest pending
+  // one.
   for (std::size_t i = 0; i < next_; ++i) {
     if (done_[i]) continue;
     done_[i] = comm_.test(requests_[i]);

@@ -27,7 +27,8 @@ std::string format_epoch_line(const EpochMetrics& m) {
     std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * m.test_acc);
     acc = buf;
   }
-  std::snprintf(buf, sizeof buf, "epoch %lld/%lld | steps %lld | loss %.3f | test acc %s | %s img/s | %.1f s",
+  std::snprintf(buf, sizeof buf,
+                "epoch %lld/%lld | steps %lld | loss %.3f | test acc %s | %s img/s | %.1f s",
                 static_cast<long long>(m.epoch), static_cast<long long>(m.epochs),
                 static_cast<long long>(m.steps), m.train_loss, acc.c_str(),
                 with_thousands(m.images_per_s).c_str(), m.epoch_s);
@@ -47,9 +48,9 @@ std::string num(double v) {
 }  // namespace
 
 MetricsLog::MetricsLog(const std::filesystem::path& dir, bool append)
-    : path_(dir / "metrics.jsonl"),
-      out_(path_, append ? std::ios::app : std::ios::trunc) {
-  if (!out_) throw SystemError("cannot write " + path_.string() + ": check that run.dir is writable");
+    : path_(dir / "metrics.jsonl"), out_(path_, append ? std::ios::app : std::ios::trunc) {
+  if (!out_)
+    throw SystemError("cannot write " + path_.string() + ": check that run.dir is writable");
 }
 
 std::string to_json(const EpochMetrics& m) {
@@ -65,7 +66,9 @@ std::string to_json(const EpochMetrics& m) {
   return out.str();
 }
 
-void MetricsLog::write_epoch(const EpochMetrics& m) { write_history(to_json(m) + "\n"); }
+void MetricsLog::write_epoch(const EpochMetrics& m) {
+  write_history(to_json(m) + "\n");
+}
 
 void MetricsLog::write_history(const std::string& jsonl) {
   out_ << jsonl;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
@@ -70,10 +71,12 @@ Trainer::Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream&
   norm_ = make_normalization(d, train_);
 
   const std::int64_t world = comm_.size(), k = cfg_.train.accumulate;
-  global_batch_ = cfg_.train.global_batch > 0 ? cfg_.train.global_batch : cfg_.train.batch_size * world;
+  global_batch_ =
+      cfg_.train.global_batch > 0 ? cfg_.train.global_batch : cfg_.train.batch_size * world;
   if (global_batch_ < world * k)
-    throw ConfigError("train.global_batch = " + std::to_string(global_batch_) + " is smaller than " +
-                      std::to_string(world) + " ranks x " + std::to_string(k) +
+    throw ConfigError("train.global_batch = " + std::to_string(global_batch_) +
+                      " is smaller than " + std::to_string(world) + " ranks x " +
+                      std::to_string(k) +
                       " micro-batches (train.accumulate): every micro-batch needs a sample");
   rank_batch_ = (global_batch_ + world - 1) / world;
   micro_batch_ = (rank_batch_ + k - 1) / k;
@@ -141,14 +144,16 @@ backend::Backend::LossResult Trainer::train_step(const float* images, const std:
     // Micro-batch m takes [m*n/k, (m+1)*n/k) of this rank's share, so shares split evenly.
     const std::int64_t b = m * n / k, e = (m + 1) * n / k, len = e - b;
     const bool last = m + 1 == k;
-    if (last && overlap) sync_->begin(k > 1 ? std::span<const float>(accum_.data(), grads.size())
-                                            : std::span<const float>());
+    if (last && overlap)
+      sync_->begin(k > 1 ? std::span<const float>(accum_.data(), grads.size())
+                         : std::span<const float>());
     if (len == 0) {
       be_->fill(static_cast<std::int64_t>(grads.size()), 0.0f, grads.data());
       if (last && overlap) sync_->finish();
     } else {
       ctx.sample_ids = sample_ids_.data() + b;
-      const Tensor x = Tensor::view(const_cast<float*>(images + b * per_sample), input.with_batch(len));
+      const Tensor x =
+          Tensor::view(const_cast<float*>(images + b * per_sample), input.with_batch(len));
       const Tensor& logits = model_->forward(x, ctx);
       const Tensor dl = dlogits_.first(len);
       // Gradient of the global batch's mean loss: scale by the global size; the all-reduce sums.
@@ -209,8 +214,8 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
 
   auto params = model_->params();
   auto grads = model_->grads();
-  ProgressBar bar(comm_.rank() == 0 && runtime::stdout_is_terminal(), epoch + 1,
-                  cfg_.train.epochs, steps_per_epoch_);
+  ProgressBar bar(comm_.rank() == 0 && runtime::stdout_is_terminal(), epoch + 1, cfg_.train.epochs,
+                  steps_per_epoch_);
   double loss_sum = 0.0;
   std::int64_t correct = 0, seen = 0, global_seen = 0, step = first_step;
   double lr = 0.0;
@@ -310,34 +315,48 @@ void Trainer::resume() {
   // Rank 0 reads the snapshot (the run directory need not be shared); the state travels over MPI.
   std::vector<std::int64_t> pos(6, 0);  // found, epoch, step, samples, global step, opt steps
   std::string history;
-  if (comm_.rank() == 0) {
-    std::optional<std::filesystem::path> file;
-    if (r == "auto") {
-      file = ckpt::find_latest(dir, [this](const std::string& w) {
-        std::fprintf(stderr, "ddp_train: warning: %s\n", w.c_str());
-        out_ << "warning: " << w << "\n";
-      });
-      if (!file) out_ << "resume: no snapshot in " << dir.string() << ", starting from scratch\n";
-    } else {
-      file = std::filesystem::path(r);
+  std::exception_ptr error;
+  if (comm_.rank() == 0) try {
+      std::optional<std::filesystem::path> file;
+      if (r == "auto") {
+        file = ckpt::find_latest(dir, [this](const std::string& w) {
+          std::fprintf(stderr, "ddp_train: warning: %s\n", w.c_str());
+          out_ << "warning: " << w << "\n";
+        });
+        if (!file) out_ << "resume: no snapshot in " << dir.string() << ", starting from scratch\n";
+      } else {
+        file = std::filesystem::path(r);
+      }
+      if (file) {
+        const ckpt::Snapshot snap = ckpt::read_snapshot(*file);
+        ckpt::restore(snap, *model_, *opt_);
+        const auto& p = snap.meta.position;
+        pos = {1, p.epoch, p.step_in_epoch, p.samples_seen, p.global_step, snap.optimizer_steps};
+        history = snap.meta.metrics_jsonl;
+        out_ << "resume: " << file->string() << " (epoch " << p.epoch << ", step "
+             << p.step_in_epoch << ", written by " << snap.meta.world_size << " rank(s))\n";
+      }
+    } catch (const Error&) {
+      error = std::current_exception();
+      pos[0] = -1;
     }
-    if (file) {
-      const ckpt::Snapshot snap = ckpt::read_snapshot(*file);
-      ckpt::restore(snap, *model_, *opt_);
-      const auto& p = snap.meta.position;
-      pos = {1, p.epoch, p.step_in_epoch, p.samples_seen, p.global_step, snap.optimizer_steps};
-      history = snap.meta.metrics_jsonl;
-      out_ << "resume: " << file->string() << " (epoch " << p.epoch << ", step " << p.step_in_epoch
-           << ", written by " << snap.meta.world_size << " rank(s))\n";
-    }
+  // The other ranks learn that rank 0 failed instead of waiting for state that never comes.
+  if (comm_.size() > 1) {
+    std::int64_t status = pos[0];
+    comm_.broadcast(std::as_writable_bytes(std::span<std::int64_t>(&status, 1)), 0);
+    if (status < 0 && comm_.rank() != 0)
+      throw Error("rank 0 could not resume from its snapshot (see its error)");
   }
+  if (error) std::rethrow_exception(error);
   if (comm_.size() > 1) {
     comm_.broadcast(std::as_writable_bytes(std::span<std::int64_t>(pos)), 0);
     if (pos[0]) {
       comm_.broadcast(std::as_writable_bytes(model_->params()), 0);
       comm_.broadcast(std::as_writable_bytes(model_->buffers()), 0);
       for (auto& [name, t] : opt_->state())
-        comm_.broadcast(std::as_writable_bytes(std::span<float>(t.data(), static_cast<std::size_t>(t.numel()))), 0);
+        comm_.broadcast(
+            std::as_writable_bytes(std::span<float>(t.data(), static_cast<std::size_t>(t.numel()))),
+            0);
       std::int64_t len = static_cast<std::int64_t>(history.size());
       comm_.broadcast(std::as_writable_bytes(std::span<std::int64_t>(&len, 1)), 0);
       history.resize(static_cast<std::size_t>(len));

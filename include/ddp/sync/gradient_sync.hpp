@@ -35,8 +35,8 @@ class GradientSync {
   GradientSync(nn::Model& model, comm::Communicator& comm, std::size_t cap_bytes,
                std::size_t first_cap_bytes);
 
-  // Called for each step whose gradients are to be synchronised. `accumulated` (optional, as long as
-  // the gradient buffer) is added to each bucket just before it is sent: gradient accumulation
+  // Called for each step whose gradients are to be synchronised. `accumulated` (optional, as long
+  // as the gradient buffer) is added to each bucket just before it is sent: gradient accumulation
   // over micro-batches synchronises only on the last one.
   void begin(std::span<const float> accumulated = {});
   // The model's backward hook: layer `layer` has final gradients.

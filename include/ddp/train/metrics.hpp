@@ -16,11 +16,11 @@ struct EpochMetrics {
   double train_acc = 0.0;
   bool evaluated = false;
   double test_loss = 0.0;
-  double test_acc = 0.0;    // fraction
+  double test_acc = 0.0;  // fraction
   std::int64_t test_samples = 0;
-  double lr = 0.0;          // learning rate of the epoch's last step
+  double lr = 0.0;  // learning rate of the epoch's last step
   double images_per_s = 0.0;
-  double epoch_s = 0.0;     // training time of the epoch
+  double epoch_s = 0.0;  // training time of the epoch
   double eval_s = 0.0;
   double comm_wait_s = 0.0;  // time this rank (0) waited for gradient all-reduces after backward
 };

@@ -8,10 +8,10 @@
 #include "ddp/backend/backend.hpp"
 #include "ddp/comm/communicator.hpp"
 #include "ddp/data/dataset.hpp"
+#include "ddp/data/sampler.hpp"
 #include "ddp/data/transform.hpp"
 #include "ddp/nn/model.hpp"
 #include "ddp/optim/lr_schedule.hpp"
-#include "ddp/data/sampler.hpp"
 #include "ddp/optim/optimizer.hpp"
 #include "ddp/sync/gradient_sync.hpp"
 #include "ddp/train/metrics.hpp"
@@ -81,7 +81,7 @@ class Trainer {
   std::int64_t samples_seen_ = 0;
   double blocking_wait_s_ = 0.0;  // all-reduce time without overlap (comm.overlap = false)
   std::int64_t start_epoch_ = 0, start_step_ = 0;  // where a resumed run continues
-  std::string history_;                             // metrics.jsonl lines so far
+  std::string history_;                            // metrics.jsonl lines so far
   Tensor dlogits_;
 };
 
