@@ -16,6 +16,9 @@
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/comm/mpi_comm.hpp"
 #include "ddp/error.hpp"
+#include "ddp/comm/comm_options.hpp"
+#include "ddp/runtime/launch_check.hpp"
+#include "ddp/runtime/rank_info.hpp"
 #include "ddp/runtime/runtime.hpp"
 #include "ddp/runtime/signals.hpp"
 #include "ddp/train/trainer.hpp"
@@ -33,7 +36,10 @@ int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, std::os
   out << "ddp_train " << DDP_VERSION_STRING << ": " << rt.size() << " rank(s), " << threads
       << " thread(s) per rank, device cpu, config "
       << (cfg.source.empty() ? std::string("(defaults)") : cfg.source.string()) << "\n";
-  ddp::comm::MpiComm comm;
+  // Collective: every rank contributes its row, rank 0 prints the table.
+  const auto table = ddp::runtime::gather_rank_table(rt, threads, "cpu");
+  out << ddp::runtime::format_rank_table(table);
+  ddp::comm::MpiComm comm(MPI_COMM_WORLD, ddp::comm::comm_options_from_env(cfg.comm.timeout_s));
   ddp::train::Trainer trainer(cfg, comm, out);
   const auto result = trainer.run();
   return result.stopped ? ddp::runtime::kExitStopped : 0;
@@ -43,13 +49,13 @@ int run_eval(ddp::app::Config cfg, const std::string& snapshot, ddp::runtime::Ru
              std::ostream& out) {
   ddp::app::configure_threads(cfg.runtime.threads);
   cfg.train.resume = snapshot;
+  ddp::comm::MpiComm comm(MPI_COMM_WORLD, ddp::comm::comm_options_from_env(cfg.comm.timeout_s));
   // Evaluation never steps the optimizer, but restoring checks that its state fits: build the
   // optimizer the snapshot was written with, whatever the config says.
   const auto meta_opt = ddp::ckpt::read_snapshot(snapshot);
   cfg.optim.name = meta_opt.optimizer_name;
   if (meta_opt.optimizer.count("momentum") && cfg.optim.momentum == 0.0) cfg.optim.momentum = 0.9;
   if (!meta_opt.optimizer.count("momentum")) cfg.optim.momentum = 0.0;
-  ddp::comm::MpiComm comm;
   ddp::train::Trainer trainer(cfg, comm, out);
   trainer.resume();
   const auto e = trainer.evaluate();
@@ -128,6 +134,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*diff) return run_diff(diff_a, diff_b, out);
+    // srun without PMIx starts N singletons that each think they are rank 0 of 1: stop here.
+    ddp::runtime::check_launch_or_throw(rt);
     const auto cfg = ddp::app::load_config(config_path, overrides);
     if (*eval) return run_eval(cfg, eval_file, rt, out);
     return run_training(cfg, rt, out);

@@ -73,7 +73,8 @@ void check_mpi(int rc, const char* what) {
   char msg[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, msg, &len);
-  throw SystemError(std::string(what) + " failed: " + std::string(msg, static_cast<std::size_t>(len)));
+  throw SystemError(std::string(what) +
+                    " failed: " + std::string(msg, static_cast<std::size_t>(len)));
 }
 
 }  // namespace
@@ -89,7 +90,7 @@ unsigned long long host_hash(const std::string& host) {
 
 std::vector<LocalPlacement> assign_local_ranks(const std::vector<std::string>& hosts) {
   std::vector<LocalPlacement> out(hosts.size());
-  std::vector<int> node_size;                                       // ranks per node so far
+  std::vector<int> node_size;                                        // ranks per node so far
   std::unordered_map<unsigned long long, std::vector<int>> by_hash;  // hash -> nodes with it
   std::vector<std::size_t> node_first_rank;                          // a rank on each node
   for (std::size_t r = 0; r < hosts.size(); ++r) {
@@ -183,7 +184,7 @@ std::string format_rank_table(const std::vector<RankInfo>& table) {
     bool right;  // numbers right-aligned, names left-aligned
     std::vector<std::string> cells;
   };
-  std::vector<Column> cols = {{"rank", true, {}},   {"local", true, {}},   {"host", false, {}},
+  std::vector<Column> cols = {{"rank", true, {}},    {"local", true, {}},   {"host", false, {}},
                               {"device", false, {}}, {"threads", true, {}}, {"cpus", false, {}},
                               {"pid", true, {}}};
   for (const auto& r : table) {

@@ -1,14 +1,24 @@
 #pragma once
 // One communication interface for the training loop: MPI on host buffers now, NCCL on device
-// buffers later. All calls are collective over the job's ranks.
+// buffers later. All calls are collective over the job's ranks and must be made in the same order
+// on every rank.
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
 namespace ddp::comm {
 
-// Handle of a non-blocking collective (an index into the communicator's table of requests).
-struct Request {
-  std::int64_t id = -1;
+// Handle of a non-blocking operation, issued by one communicator and completed by its wait() or
+// test(). A default-constructed (or completed) Request is empty: waiting on it returns at once.
+class Request {
+ public:
+  Request() = default;
+  explicit Request(std::uint64_t id) : id_(id) {}
+  bool empty() const { return id_ == 0; }
+  std::uint64_t id() const { return id_; }
+
+ private:
+  std::uint64_t id_ = 0;
 };
 
 class Communicator {
@@ -25,11 +35,20 @@ class Communicator {
   virtual void broadcast(std::span<std::byte> data, int root) = 0;
   virtual void barrier() = 0;
 
-  // Non-blocking in-place sum: `data` must stay untouched until test() returned true or wait()
-  // returned. Requests complete in any order.
-  virtual Request iallreduce_sum(std::span<float> data) = 0;
-  virtual bool test(Request& r) = 0;
-  virtual void wait(Request& r) = 0;
+  // Every rank's `mine` (same size on all ranks) into `all` (size() * mine.size() bytes, rank
+  // order). The default broadcasts each rank's part in turn; implementations override it.
+  virtual void allgather(std::span<const std::byte> mine, std::span<std::byte> all);
+
+  // Non-blocking in-place sum: starts the reduction and returns; `data` must stay alive and
+  // untouched until wait() or test() reports completion. Requests may complete in any order.
+  // The default reduces at once (blocking) and returns an empty request.
+  virtual Request iallreduce_sum(std::span<float> data);
+  // Completes `r` (blocking; subject to the same timeout as the blocking collectives) and empties
+  // it.
+  virtual void wait(Request& r);
+  // Progresses communication; true (and `r` emptied) when `r` has completed. Does not block
+  // (except to report a request whose timeout has expired, which ends the job).
+  virtual bool test(Request& r);
 };
 
 }  // namespace ddp::comm

@@ -21,12 +21,13 @@ const std::vector<std::string>& launch_env_names();
 // Those of launch_env_names() that are set in this process's environment now.
 LaunchEnv read_launch_env();
 
-// Pure: the problems with being rank `rank` of `size` under environment `env`. Empty when all agree.
+// Pure: the problems with being rank `rank` of `size` under environment `env`. Empty when all
+// agree.
 //
 // SLURM_* are taken as describing this process only when it is an srun task: SLURM_STEP_ID names a
 // real step (not the batch script or the extern step) and OMPI_COMM_WORLD_SIZE is absent. Under
-// mpirun inside an allocation the ranks inherit the SLURM_* of mpirun's daemons (task = node), which
-// say nothing about the ranks.
+// mpirun inside an allocation the ranks inherit the SLURM_* of mpirun's daemons (task = node),
+// which say nothing about the ranks.
 std::vector<LaunchProblem> check_launch(int rank, int size, const LaunchEnv& env);
 
 // The problems of `problems` of the given severity, as one text (messages separated by newlines).

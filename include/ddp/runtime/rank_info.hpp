@@ -1,6 +1,6 @@
 #pragma once
-// Who every rank is: node-local placement from host names, and the rank table rank 0 prints at start
-// (and `doctor` shows) so a user sees at a glance where each rank runs and on which CPUs.
+// Who every rank is: node-local placement from host names, and the rank table rank 0 prints at
+// start (and `doctor` shows) so a user sees at a glance where each rank runs and on which CPUs.
 #include <mpi.h>
 
 #include <string>
