@@ -12,19 +12,33 @@ packages=(
   libhdf5-dev hdf5-tools
   libcli11-dev libtomlplusplus-dev libdnnl-dev libgtest-dev zlib1g-dev
   dataset-fashion-mnist
+  slurm-wlm munge lmod tcl iproute2 util-linux
 )
+sudo=""
+[ "$(id -u)" = 0 ] || sudo="sudo"
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
   echo "setup: all packages present"
+fi
+
+# Environment Modules conflicts with lmod as a Debian package: unpack it beside lmod (the tests use
+# its modulecmd.tcl with tclsh; DDP_ENVMODULES_ROOT overrides the place).
+envmod_root=${DDP_ENVMODULES_ROOT:-/opt/environment-modules}
+if ! dpkg-query -W -f='${Status}' environment-modules 2>/dev/null | grep -q "install ok installed" &&
+  [ -z "$(find "$envmod_root" -name modulecmd.tcl 2>/dev/null)" ]; then
+  echo "setup: unpacking environment-modules into $envmod_root"
+  tmp=$(mktemp -d) && chmod 755 "$tmp"
+  (cd "$tmp" && { $sudo apt-get download -qq environment-modules 2>/dev/null ||
+    { $sudo apt-get update -qq && $sudo apt-get download -qq environment-modules; }; } &&
+    $sudo dpkg -x environment-modules_*.deb "$envmod_root")
+  rm -rf "$tmp"
 fi
 
 [ "${DDP_SETUP_NO_BUILD:-0}" = 1 ] && exit 0

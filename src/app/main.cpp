@@ -96,6 +96,8 @@ int run_diff(const std::string& a_file, const std::string& b_file, std::ostream&
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First thing: Slurm's warning signal may arrive while MPI starts or the data loads.
+  ddp::runtime::install_stop_handlers();
   ddp::runtime::Runtime rt(&argc, &argv);
   NullBuffer null_buf;
   std::ostream null_out(&null_buf);

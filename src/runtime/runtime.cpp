@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -25,7 +26,26 @@ struct HostRecord {
 
 }  // namespace
 
-Runtime::Runtime(int* argc, char*** argv) : launch_env_(read_launch_env()) {
+namespace {
+
+// srun without PMIx (--mpi=none, or pmi2 with Debian's Open MPI) makes Open MPI abort inside
+// MPI_Init with a generic message before any check of ours could run: apply the launch check to
+// the environment first, as the singleton each task would become (rank 0 of 1). A working PMIx
+// launch sets PMIX_RANK; mpirun sets OMPI_COMM_WORLD_SIZE.
+void refuse_srun_without_pmix() {
+  if (std::getenv("PMIX_RANK") || std::getenv("OMPI_COMM_WORLD_SIZE")) return;
+  std::string errors;
+  for (const auto& p : check_launch(0, 1, read_launch_env()))
+    if (p.severity == LaunchProblem::Severity::error) errors += p.message;
+  if (errors.empty()) return;
+  std::fprintf(stderr, "ddp_train: error (rank 0 of 1): %s\n", errors.c_str());
+  std::exit(1);
+}
+
+}  // namespace
+
+Runtime::Runtime(int* argc, char*** argv)
+    : launch_env_((refuse_srun_without_pmix(), read_launch_env())) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {

@@ -407,7 +407,6 @@ TrainResult Trainer::run() {
     ckpt::ensure_writable_dir(cfg_.run.dir);
     ckpt::remove_stale_temp_files(cfg_.run.dir);
   }
-  runtime::install_stop_handlers();
   resume();
   std::unique_ptr<MetricsLog> log;
   if (root) {
@@ -442,7 +441,7 @@ TrainResult Trainer::run() {
     EpochMetrics m = train_epoch(epoch, epoch == start_epoch_ ? start_step_ : 0, stopped);
     if (stopped) {
       const std::int64_t step = (epoch == start_epoch_ ? start_step_ : 0) + m.steps;
-      out_ << "stop requested (signal " << runtime::stop_signal() << " on some rank): saving epoch "
+      out_ << "stop requested (a SIGTERM/SIGUSR1 reached at least one rank): saving epoch "
            << epoch + 1 << " at step " << step << "\n";
       save(epoch, step);
       result.stopped = true;

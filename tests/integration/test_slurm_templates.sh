@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The batch templates in slurm/, without a cluster (seconds; the real-cluster tests are
+# test_slurm_2nodes.sh and test_slurm_requeue.sh):
+#  - each parses (bash -n) and carries the settings the README promises (warning signal to the batch
+#    shell, requeue, appended log, srun --mpi=pmix, --resume auto, guarded module loads, GPU options);
+#  - the part below "common body" is identical in all three, so a fix in one cannot miss the others;
+#  - the signal logic, with stand-ins for srun/scontrol/ddp_train on PATH: SIGUSR1 to the batch shell
+#    reaches the training process, whose exit code 75 makes the template call `scontrol requeue JOBID`
+#    and exit 0; with DDP_REQUEUE=0 it exits 75; a normal end exits 0 without requeue; and a
+#    failing run passes its exit code on.
+source "$(dirname "$0")/lib.sh"
+T=$SRC/slurm
+body() { sed -n '/^# ---- common body/,$p' "$1"; }
+for t in train_1node.sh train_2nodes.sh train_cpu.sh; do
+  f=$T/$t
+  bash -n "$f" || fail "$t does not parse"
+  for want in '^#!/bin/bash' '^#SBATCH --signal=B:USR1@120$' '^#SBATCH --requeue$' '^#SBATCH --open-mode=append$' \
+              '^#SBATCH --time=' '^#SBATCH --cpus-per-task=' '^##SBATCH --partition=' '^##SBATCH --account=' \
+              '^set -euo pipefail$' 'srun --mpi=pmix ' '--resume auto' '^if type module ' 'scontrol requeue' \
+              'NCCL_SOCKET_IFNAME|OMPI_MCA_btl_tcp_if_include' '^trap on_warning USR1$'; do
+    grep -Eq -- "$want" "$f" || fail "$t: no line matching '$want'"
+  done
+  [ -n "$(body "$f")" ] || fail "$t: no common body marker"
+  diff <(body "$T/train_2nodes.sh") <(body "$f") > /dev/null || fail "$t: common body differs from train_2nodes.sh"
+done
+for t in train_1node.sh train_2nodes.sh; do
+  grep -q '^#SBATCH --gpus-per-task=1$' "$T/$t" || fail "$t: no --gpus-per-task=1"
+  grep -q 'NCCL_SOCKET_IFNAME' "$T/$t" || [ $t = train_1node.sh ] || fail "$t: no NCCL_SOCKET_IFNAME advice"
+done
+grep -q '^#SBATCH --nodes=2$' "$T/train_2nodes.sh" || fail "train_2nodes.sh: not 2 nodes"
+grep -q '^#SBATCH --nodes=1$' "$T/train_1node.sh" || fail "train_1node.sh: not 1 node"
+! grep -q 'gpus' "$T/train_cpu.sh" || fail "train_cpu.sh asks for GPUs"
+
+# Stand-ins: srun runs its command here (dropping its own options); scontrol records its arguments;
+# the "trainer" traps SIGUSR1 like ddp_train (exit 75) and otherwise ends after 20 s with $FAKE_RC.
+mkdir -p "$WORK/bin"
+cat > "$WORK/bin/srun" <<'EOF'
+#!/bin/bash
+while [ $# -gt 0 ] && [ "${1#-}" != "$1" ]; do shift; done
+if [ "$1" = hostname ]; then touch "$FAKE_DIR/hosts.started"; sleep 1; echo "0: fake"; exit 0; fi
+exec "$@"
+EOF
+cat > "$WORK/bin/scontrol" <<'EOF'
+#!/bin/bash
+echo "scontrol $*" >> "$FAKE_DIR/scontrol.log"
+EOF
+cat > "$WORK/bin/trainer" <<'EOF'
+#!/bin/bash
+echo "trainer $*" > "$FAKE_DIR/trainer.args"
+trap 'echo "trainer: stop on USR1"; exit 75' USR1
+touch "$FAKE_DIR/trainer.started"
+for ((i = 0; i < 200; i++)); do sleep 0.1; [ -f "$FAKE_DIR/trainer.finish" ] && exit "${FAKE_RC:-0}"; done
+exit "${FAKE_RC:-0}"
+EOF
+chmod +x "$WORK/bin/"*
+
+# run_case NAME SIGNAL|none|early [ENV...]: runs train_cpu.sh as a batch script would be, signals it
+# once the trainer runs (early: SIGUSR1 while it lists the hosts, before the launch); prints its exit code.
+run_case() {
+  local name=$1 sig=$2 pid rc; shift 2
+  export FAKE_DIR="$WORK/$name"
+  mkdir -p "$FAKE_DIR"
+  (cd "$FAKE_DIR" && exec env PATH="$WORK/bin:$PATH" SLURM_JOB_ID=42 SLURM_JOB_NAME=fake SLURM_NTASKS=2 \
+     SLURM_JOB_NODELIST='n[1-2]' SLURM_CPUS_PER_TASK=3 DDP_BIN=trainer DDP_MODULES= DDP_SHOW_HOSTS=0 \
+     DDP_CONFIG=c.toml DDP_ARGS="--train.epochs 7" "$@" bash "$T/train_cpu.sh") > "$FAKE_DIR/log" 2>&1 &
+  pid=$!
+  wait_for_file() { for ((i = 0; i < 100; i++)); do [ -f "$1" ] && return 0; sleep 0.1; done; return 1; }
+  if [ "$sig" = early ]; then
+    wait_for_file "$FAKE_DIR/hosts.started" || { cat "$FAKE_DIR/log"; fail "$name: the host listing never started"; }
+    kill -USR1 $pid
+  fi
+  wait_for_file "$FAKE_DIR/trainer.started" || { cat "$FAKE_DIR/log"; fail "$name: the trainer never started"; }
+  case "$sig" in
+    none) touch "$FAKE_DIR/trainer.finish" ;;  # a normal end
+    early) ;;                                   # the template passes the early warning on by itself
+    *) kill -"$sig" $pid ;;
+  esac
+  rc=0; wait $pid || rc=$?
+  echo "$rc"
+}
+rc=$(run_case warned USR1)
+[ "$rc" = 0 ] || { cat "$WORK/warned/log"; fail "after SIGUSR1 the template exited $rc, expected 0 (requeued)"; }
+grep -q 'trainer: stop on USR1' "$WORK/warned/log" || fail "SIGUSR1 did not reach the training process"
+grep -qx 'scontrol requeue 42' "$WORK/warned/scontrol.log" || fail "no 'scontrol requeue 42' after exit 75"
+args=$(cat "$WORK/warned/trainer.args")
+for want in "--config c.toml" "--run-dir $WORK/warned/runs/fake-42" "--resume auto" "--runtime.threads 3" \
+            "--runtime.device cpu" "--train.epochs 7"; do
+  [[ "$args" == *"$want"* ]] || fail "the trainer did not get '$want': $args"
+done
+
+# The warning before the launch must neither kill the batch shell nor get lost: it is passed on
+# DDP_SIGNAL_GRACE seconds after the launch.
+rc=$(run_case early early DDP_SHOW_HOSTS=1 DDP_SIGNAL_GRACE=1)
+[ "$rc" = 0 ] || { cat "$WORK/early/log"; fail "SIGUSR1 before the launch: exit $rc, expected 0 (requeued)"; }
+grep -q 'trainer: stop on USR1' "$WORK/early/log" || { cat "$WORK/early/log"; fail "an early SIGUSR1 never reached the trainer"; }
+grep -qx 'scontrol requeue 42' "$WORK/early/scontrol.log" || fail "no requeue after an early SIGUSR1"
+
+rc=$(run_case norequeue USR1 DDP_REQUEUE=0)
+[ "$rc" = 75 ] || fail "DDP_REQUEUE=0: exit $rc, expected 75"
+[ ! -f "$WORK/norequeue/scontrol.log" ] || fail "DDP_REQUEUE=0 still requeued"
+
+rc=$(run_case normal none)
+[ "$rc" = 0 ] || { cat "$WORK/normal/log"; fail "a normal end exited $rc"; }
+[ ! -f "$WORK/normal/scontrol.log" ] || fail "a normal end requeued the job"
+
+rc=$(run_case failing none FAKE_RC=3)
+[ "$rc" = 3 ] || fail "a failing run exited $rc, expected its exit code 3"
+[ ! -f "$WORK/failing/scontrol.log" ] || fail "a failing run requeued the job"
+pass "templates parse, share one body, forward SIGUSR1, requeue on 75 only"
