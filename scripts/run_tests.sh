@@ -12,7 +12,7 @@ jobs=$(nproc)
 if [ "${DDP_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== unit tests under ASan + UBSan =="
   cmake -S "$here" -B "$here/build-asan" -DCMAKE_BUILD_TYPE=Debug -DDDP_SANITIZE=ON \
-    -DDDP_BUILD_BENCH=OFF >/dev/null
+    -DDDP_BUILD_BENCH=OFF -DDDP_CUDA=OFF >/dev/null
   cmake --build "$here/build-asan" -j "$jobs" --target ddp_unit_tests
   # oneDNN's JIT and OpenMP runtime keep allocations for the process lifetime by design.
   (cd "$here/build-asan" && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -42,6 +42,8 @@ if ! dpkg-query -W -f='${Status}' environment-modules 2>/dev/null | grep -q "ins
 fi
 
 [ "${DDP_SETUP_NO_BUILD:-0}" = 1 ] && exit 0
-cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null
+# The CUDA backend is opt-in here (CMAKE_ARGS=-DDDP_CUDA=ON or AUTO): a CUDA build needs the CUDA
+# runtime libraries even for CPU runs.
+cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDDP_CUDA=OFF ${CMAKE_ARGS:-} >/dev/null
 cmake --build "$build_dir" -j "$(nproc)"
 echo "setup: built $build_dir/ddp_train"

@@ -6,6 +6,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <sstream>
 
+#include "ddp/backend/cuda_backend.hpp"
 #include "ddp/version_info.hpp"
 
 namespace ddp::app {
@@ -14,12 +15,10 @@ std::string build_info() {
   std::ostringstream os;
   os << "ddp_train " << DDP_VERSION_STRING << " (" << DDP_BUILD_TYPE << ")\n";
   os << "backends: cpu (oneDNN)";
-#ifdef DDP_HAVE_CUDA
-  os << ", cuda (cuDNN, cuBLAS, NCCL)";
-#else
-  os << "; cuda not built (configure with -DDDP_CUDA=ON on a machine with the CUDA toolkit)";
-#endif
-  os << "\n";
+  if (backend::cuda_built())
+    os << ", cuda (cuDNN, cuBLAS, NCCL)\n" << backend::cuda_versions() << "\n";
+  else
+    os << "; cuda not built (configure with -DDDP_CUDA=ON on a machine with the CUDA toolkit)\n";
   const dnnl_version_t* v = dnnl_version();
   os << "oneDNN " << v->major << "." << v->minor << "." << v->patch << "\n";
   char mpi[MPI_MAX_LIBRARY_VERSION_STRING];

@@ -1,0 +1,394 @@
+// gpu_bench: data-parallel training throughput on GPUs - the CUDA backend's training step for
+// LeNet and the VGG net (synthetic CIFAR-10-shaped batches), one rank per GPU, gradients
+// all-reduced with NCCL in buckets launched during backward (ddp_train's scheme: reverse layer
+// order, a small first bucket), split into compute and wait-for-communication time per step.
+//
+//   gpu_bench [--model lenet|vgg|vgg_bn|all] [--batch 256] [--steps 0] [--seconds 3] [--warmup 20]
+//             [--bucket-mb 4] [--first-bucket-mb 1] [--no-upload] [--tf32] [--find] [--csv]
+//   mpirun -np 4 gpu_bench ...        (one rank per GPU; the ranks of a node take its GPUs in
+//   order)
+//
+// Exits 77 (ctest's "skipped") with the reason when no usable GPU is found.
+//
+// Per step, as ddp_train does it: the next batch is uploaded from pinned memory on the copy stream
+// (double-buffered, overlapped with the current step; --no-upload keeps one batch resident),
+// forward, softmax cross-entropy (loss accumulated on the device, no host synchronisation),
+// backward with each bucket's all-reduce started as soon as its layers are done, wait for all
+// buckets, SGD (momentum 0.9) over the flat buffer. CUDA events on the compute stream split the
+// step: compute = start -> end of backward plus the optimizer; comm wait = end of backward -> all
+// buckets reduced (the communication that backward did not hide, plus the host's wake-up).
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../src/backend/cuda/op_net.hpp"
+#include "ddp/backend/cuda_backend.hpp"
+#include "ddp/backend/device_assign.hpp"
+#include "ddp/comm/nccl_comm.hpp"
+#include "ddp/error.hpp"
+#include "ddp/rng.hpp"
+#include "ddp/runtime/rank_info.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ddp::backend::CudaBackend;
+using ddp::backend::DeviceBuffer;
+using ddp::backend::PinnedBuffer;
+namespace opnet = ddp::backend::opnet;
+
+constexpr int kSkip = 77;
+
+struct Options {
+  std::vector<std::string> models = {"lenet", "vgg"};
+  std::int64_t batch = 256;  // per rank
+  int steps = 0;             // 0: run for `seconds`
+  double seconds = 3.0;
+  int warmup = 20;
+  double bucket_mb = 4.0, first_bucket_mb = 1.0;
+  bool upload = true;
+  bool tf32 = false;
+  bool find = false;
+  bool csv = false;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "gpu_bench: %s\nusage: gpu_bench [--model lenet|vgg|vgg_bn|all] [--batch N] "
+               "[--steps N] [--seconds S] [--warmup N] [--bucket-mb M] [--first-bucket-mb M] "
+               "[--no-upload] [--tf32] [--find] [--csv]\n",
+               why);
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (initialised) MPI_Finalize();
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(("missing value after " + a).c_str());
+      return argv[++i];
+    };
+    if (a == "--model") {
+      const std::string m = value();
+      if (m == "all")
+        o.models = {"lenet", "vgg", "vgg_bn"};
+      else if (m == "lenet" || m == "vgg" || m == "vgg_bn")
+        o.models = {m};
+      else
+        usage(("unknown model " + m).c_str());
+    } else if (a == "--batch") {
+      o.batch = std::atoll(value().c_str());
+    } else if (a == "--steps") {
+      o.steps = std::atoi(value().c_str());
+    } else if (a == "--seconds") {
+      o.seconds = std::atof(value().c_str());
+    } else if (a == "--warmup") {
+      o.warmup = std::atoi(value().c_str());
+    } else if (a == "--bucket-mb") {
+      o.bucket_mb = std::atof(value().c_str());
+    } else if (a == "--first-bucket-mb") {
+      o.first_bucket_mb = std::atof(value().c_str());
+    } else if (a == "--no-upload") {
+      o.upload = false;
+    } else if (a == "--tf32") {
+      o.tf32 = true;
+    } else if (a == "--find") {
+      o.find = true;
+    } else if (a == "--csv") {
+      o.csv = true;
+    } else if (a == "--help" || a == "-h") {
+      usage("help");
+    } else {
+      usage(("unknown option " + a).c_str());
+    }
+  }
+  if (o.batch < 1 || o.warmup < 0 || o.steps < 0 || o.bucket_mb <= 0 || o.first_bucket_mb <= 0)
+    usage("bad value");
+  return o;
+}
+
+void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw ddp::SystemError(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// A bucket: a contiguous range of the flat gradient buffer, complete when layer `lowest` is done.
+struct Bucket {
+  std::size_t begin = 0, end = 0, lowest = 0;
+};
+
+std::vector<Bucket> plan_buckets(const opnet::Net& net, double cap_mb, double first_mb) {
+  std::vector<Bucket> out;
+  Bucket cur;
+  bool open = false;
+  for (std::size_t i = net.num_layers(); i-- > 0;) {
+    const auto [b, e] = net.grad_range(i);
+    if (e == b) continue;
+    const double cap = (out.empty() ? first_mb : cap_mb) * 1024 * 1024;
+    if (open && static_cast<double>((cur.end - b) * sizeof(float)) > cap) {
+      out.push_back(cur);
+      open = false;
+    }
+    if (!open) {
+      cur = Bucket{b, e, i};
+      open = true;
+    } else {
+      cur.begin = b;
+      cur.lowest = i;
+    }
+  }
+  if (open) out.push_back(cur);
+  return out;
+}
+
+struct StepEvents {
+  cudaEvent_t start = nullptr, backward_done = nullptr, comm_done = nullptr, end = nullptr;
+};
+
+struct Result {
+  std::string model;
+  int steps = 0;
+  double wall_s = 0, compute_ms = 0, comm_ms = 0;
+  double loss_first = 0, loss_last = 0;
+  std::size_t params = 0;
+  std::size_t buckets = 0;
+  double flops = 0;
+};
+
+Result run_model(const std::string& model, const Options& o, CudaBackend& be,
+                 ddp::comm::NcclComm* comm, int ranks) {
+  const std::vector<opnet::LayerDesc> layers =
+      model == "lenet" ? opnet::lenet() : opnet::vgg_small(model == "vgg_bn");
+  const std::int64_t n = o.batch, classes = 10;
+  const std::size_t sample = 3 * 32 * 32, xn = static_cast<std::size_t>(n) * sample;
+  opnet::CudaMemory mem(be);
+  opnet::Net net(be, mem, layers, 3, 32, 32, classes, n);
+  net.init(1);
+  const auto buckets = plan_buckets(net, o.bucket_mb, o.first_bucket_mb);
+
+  // Two pinned host batches and two device slots (double-buffered uploads), labels pinned.
+  const int dev = be.device_index();
+  PinnedBuffer host_x[2] = {PinnedBuffer(dev, xn * sizeof(float)),
+                            PinnedBuffer(dev, xn * sizeof(float))};
+  DeviceBuffer dev_x[2] = {DeviceBuffer(dev, xn * sizeof(float)),
+                           DeviceBuffer(dev, xn * sizeof(float))};
+  PinnedBuffer labels(dev, static_cast<std::size_t>(n) * sizeof(std::int32_t));
+  int rank = comm ? comm->rank() : 0;
+  for (int s = 0; s < 2; ++s) {
+    ddp::CounterRng rng(
+        ddp::hash_words(7, static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(s)));
+    for (std::size_t i = 0; i < xn; ++i) host_x[s].as<float>()[i] = 2.0f * rng.next_float() - 1.0f;
+  }
+  ddp::CounterRng lrng(ddp::hash_words(8, static_cast<std::uint64_t>(rank)));
+  for (std::int64_t i = 0; i < n; ++i)
+    labels.as<std::int32_t>()[i] =
+        static_cast<std::int32_t>(lrng.next_below(static_cast<std::uint64_t>(classes)));
+  for (int s = 0; s < 2; ++s) be.to_device(host_x[s].data(), dev_x[s].data(), xn * sizeof(float));
+  float* dlogits = mem.alloc(static_cast<std::size_t>(n * classes));
+  float* momentum = mem.alloc(net.param_count());
+  ddp::backend::Backend::SgdHyper h;
+  h.lr = 0.01f, h.momentum = 0.9f;
+  const float grad_scale = 1.0f / static_cast<float>(n * ranks);  // the global mean
+  auto stream = static_cast<cudaStream_t>(be.compute_stream());
+
+  std::vector<StepEvents> events;
+  auto step = [&](int k, StepEvents* ev) {
+    const int slot = k % 2;
+    if (ev) cuda_check(cudaEventRecord(ev->start, stream), "cudaEventRecord");
+    if (o.upload) {
+      be.compute_waits_for_uploads();  // batch k is in dev_x[slot]
+      be.copy_waits_for_compute();     // dev_x[1 - slot] was last read by step k - 1
+      be.upload_async(host_x[1 - slot].data(), dev_x[1 - slot].data(), xn * sizeof(float));
+    }
+    const float* logits = net.forward(dev_x[slot].floats(), n, true);
+    be.softmax_xent_accumulate(n, classes, logits, labels.as<std::int32_t>(), 0.0f, grad_scale,
+                               dlogits);
+    std::vector<ddp::comm::Request> reqs(buckets.size());
+    std::size_t next = 0;
+    net.backward(dlogits, [&](std::size_t layer) {
+      while (comm && next < buckets.size() && buckets[next].lowest == layer) {
+        const Bucket& b = buckets[next];
+        reqs[next] = comm->iallreduce_sum(std::span<float>(net.grads() + b.begin, b.end - b.begin));
+        ++next;
+      }
+    });
+    if (ev) cuda_check(cudaEventRecord(ev->backward_done, stream), "cudaEventRecord");
+    if (comm)
+      for (auto& r : reqs) comm->wait(r);
+    if (ev) cuda_check(cudaEventRecord(ev->comm_done, stream), "cudaEventRecord");
+    be.sgd_step(static_cast<std::int64_t>(net.param_count()), h, net.params(), net.grads(),
+                momentum);
+    if (ev) cuda_check(cudaEventRecord(ev->end, stream), "cudaEventRecord");
+  };
+
+  Result r;
+  r.model = model;
+  r.params = net.param_count();
+  r.buckets = comm ? buckets.size() : 0;
+  r.flops = net.forward_flops();
+  // Warm-up: plans (algorithm choice), workspace, NCCL connections, clocks.
+  for (int k = 0; k < std::max(o.warmup, 1); ++k) step(k, nullptr);
+  be.synchronize();
+  r.loss_first = be.take_loss().loss_sum / static_cast<double>(n * std::max(o.warmup, 1));
+  if (comm) comm->barrier();
+
+  // Timed steps. With --seconds the ranks agree on the count by all-reducing "keep going".
+  const auto t0 = Clock::now();
+  int k = 0;
+  for (;; ++k) {
+    if (o.steps > 0 && k >= o.steps) break;
+    if (o.steps == 0 && k >= 3 && k % 10 == 0) {
+      double go = std::chrono::duration<double>(Clock::now() - t0).count() < o.seconds ? 1 : 0;
+      if (comm) {
+        std::vector<double> v = {go};
+        comm->allreduce_sum(std::span<double>(v));
+        go = v[0] >= ranks ? 1 : 0;
+      }
+      if (go == 0) break;
+    }
+    StepEvents ev;
+    for (cudaEvent_t* e : {&ev.start, &ev.backward_done, &ev.comm_done, &ev.end})
+      cuda_check(cudaEventCreate(e), "cudaEventCreate");
+    events.push_back(ev);
+    step(k, &events.back());
+  }
+  be.synchronize();
+  r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.steps = k;
+  r.loss_last = be.take_loss().loss_sum / static_cast<double>(n * std::max(k, 1));
+  for (auto& ev : events) {
+    float a = 0, b = 0, c = 0;
+    cuda_check(cudaEventElapsedTime(&a, ev.start, ev.backward_done), "cudaEventElapsedTime");
+    cuda_check(cudaEventElapsedTime(&b, ev.backward_done, ev.comm_done), "cudaEventElapsedTime");
+    cuda_check(cudaEventElapsedTime(&c, ev.comm_done, ev.end), "cudaEventElapsedTime");
+    r.compute_ms += a + c;
+    r.comm_ms += b;
+    for (cudaEvent_t e : {ev.start, ev.backward_done, ev.comm_done, ev.end})
+      (void)cudaEventDestroy(e);
+  }
+  r.compute_ms /= std::max(k, 1);
+  r.comm_ms /= std::max(k, 1);
+  return r;
+}
+
+int run(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  // No GPU on some rank: every rank skips (ctest's code 77).
+  const std::string why = ddp::backend::cuda_unavailable_reason();
+  int usable = why.empty() ? 1 : 0, all_usable = 0;
+  MPI_Allreduce(&usable, &all_usable, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all_usable) {
+    if (!why.empty())
+      std::printf("gpu_bench: skipped on rank %d: no CUDA device: %s\n", rank, why.c_str());
+    return kSkip;
+  }
+
+  // Placement: local rank from host names (as ddp_train), one GPU per rank, checked for sharing.
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::vector<char> all_names(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all_names.data(), MPI_MAX_PROCESSOR_NAME,
+                MPI_CHAR, MPI_COMM_WORLD);
+  std::vector<std::string> hosts;
+  for (int q = 0; q < size; ++q)
+    hosts.emplace_back(all_names.data() + static_cast<std::size_t>(q) * MPI_MAX_PROCESSOR_NAME);
+  const auto placement = ddp::runtime::assign_local_ranks(hosts);
+  ddp::backend::DeviceRequest req;
+  req.host = hosts[static_cast<std::size_t>(rank)];
+  req.rank = rank;
+  req.local_rank = placement[static_cast<std::size_t>(rank)].local_rank;
+  req.local_size = placement[static_cast<std::size_t>(rank)].local_size;
+  for (int q = 0; q < size; ++q)
+    if (hosts[static_cast<std::size_t>(q)] == req.host) req.host_ranks.push_back(q);
+  req.visible_devices = ddp::backend::cuda_device_count();
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) req.cuda_visible_devices = v;
+  const int device = ddp::backend::assign_device(req);
+  const auto info = ddp::backend::cuda_device_info(device);
+  char uuid[64] = {};
+  std::snprintf(uuid, sizeof uuid, "%s", info.uuid.c_str());
+  std::vector<char> all_uuids(static_cast<std::size_t>(size) * sizeof uuid);
+  MPI_Allgather(uuid, sizeof uuid, MPI_CHAR, all_uuids.data(), sizeof uuid, MPI_CHAR,
+                MPI_COMM_WORLD);
+  std::vector<ddp::backend::DeviceClaim> claims;
+  for (int q = 0; q < size; ++q)
+    claims.push_back({q, hosts[static_cast<std::size_t>(q)], 0,
+                      std::string(all_uuids.data() + static_cast<std::size_t>(q) * sizeof uuid),
+                      ""});
+  ddp::backend::check_distinct_devices(claims);
+
+  ddp::backend::CudaOptions copt;
+  copt.allow_tf32 = o.tf32;
+  copt.benchmark = o.find;
+  auto be = ddp::backend::make_cuda_backend(device, copt);
+  std::optional<ddp::comm::NcclComm> comm;
+  if (size > 1) comm.emplace(MPI_COMM_WORLD, device, be->compute_stream());
+
+  if (rank == 0) {
+    std::printf("gpu_bench: %d rank(s); rank 0 on %s (%s), %s\n", size, be->name().c_str(),
+                info.pci_bus_id.c_str(), ddp::backend::cuda_versions().c_str());
+    std::printf(
+        "  batch %lld per rank (global %lld), SGD momentum 0.9, %s, buckets %.1f MiB (first %.1f "
+        "MiB), "
+        "uploads %s, TF32 %s, algorithms by %s\n",
+        static_cast<long long>(o.batch), static_cast<long long>(o.batch * size),
+        size > 1 ? "NCCL all-reduce" : "no communication (1 rank)", o.bucket_mb, o.first_bucket_mb,
+        o.upload ? "double-buffered" : "off", o.tf32 ? "on" : "off",
+        o.find ? "timing (cudnnFind)" : "heuristics (_v7)");
+    std::printf("  %-7s %5s %6s %6s %9s %11s %13s %11s %9s %s\n", "model", "ranks", "batch",
+                "steps", "ms/step", "compute ms", "comm wait ms", "images/s", "GFLOP/s", "loss");
+  }
+  for (const auto& m : o.models) {
+    const Result r = run_model(m, o, *be, comm ? &*comm : nullptr, size);
+    // Rank 0 reports; the split is rank 0's (the slowest rank shows in everyone's comm wait).
+    if (rank != 0) continue;
+    const double ms = 1000.0 * r.wall_s / std::max(r.steps, 1);
+    const double images = static_cast<double>(o.batch * size) * r.steps / r.wall_s;
+    const double gflops = 3.0 * r.flops * images / 1e9;
+    std::printf("  %-7s %5d %6lld %6d %9.3f %11.3f %13.3f %11.1f %9.1f %.3f->%.3f\n",
+                r.model.c_str(), size, static_cast<long long>(o.batch), r.steps, ms, r.compute_ms,
+                r.comm_ms, images, gflops, r.loss_first, r.loss_last);
+    if (o.csv)
+      std::printf("csv,gpu,%s,%d,%lld,%d,%.4f,%.4f,%.4f,%.1f,%zu\n", r.model.c_str(), size,
+                  static_cast<long long>(o.batch), r.steps, ms, r.compute_ms, r.comm_ms, images,
+                  r.buckets);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int code = 0;
+  try {
+    code = run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpu_bench: error (rank %d): %s\n", rank, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1;
+  }
+  MPI_Finalize();
+  return code;
+}

@@ -1,0 +1,191 @@
+#pragma once
+// The CUDA backend: cuDNN for convolution, pooling, activation, batch norm and softmax; cuBLAS for
+// linear layers; small CUDA kernels for the loss, dropout, optimizer updates and element-wise work.
+// Everything a backend does is enqueued on its one compute stream of one GPU.
+//
+// This header needs no CUDA header: host code includes it whether or not the backend was built.
+// In a build without it (DDP_CUDA=OFF, or the toolkit was not found; DDP_HAVE_CUDA undefined)
+// every function below still exists: cuda_unavailable_reason() says so, cuda_versions() returns
+// "", make_cuda_backend() and the buffers throw ddp::SystemError.
+//
+// Memory. Every float* passed to a CudaBackend op is device memory of the backend's GPU (or CUDA
+// managed memory). Two exceptions accept host or device memory alike: the labels of softmax_xent and
+// the sample_ids of dropout_forward (small integer arrays that come from the data loader). Pageable
+// host arrays are copied (the caller may reuse them once the call returns); pinned host arrays are
+// read in place by the kernels, so, like device memory, they must stay unchanged until the compute
+// stream has passed the call.
+//
+// Ordering. Ops are asynchronous: they return once enqueued, in order, on the compute stream.
+// softmax_xent returns its sums and so waits for the stream; softmax_xent_accumulate does not.
+// synchronize() waits for everything. A backend is used by one host thread at a time.
+//
+// Errors. CUDA, cuDNN and cuBLAS failures throw ddp::SystemError naming the call and the status
+// (cudaGetErrorString / cudnnGetErrorString / the cuBLAS status name).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "ddp/backend/backend.hpp"
+
+namespace ddp::backend {
+
+// True when this build contains the CUDA backend (it may still find no GPU at run time).
+bool cuda_built();
+
+// Why device = "cuda" cannot run here ("" when at least one usable GPU is visible): the backend is
+// not built in, there is no driver or it is too old for this build's CUDA runtime, no GPU is
+// visible (CUDA_VISIBLE_DEVICES), ... Never throws, never crashes on a machine without a GPU.
+std::string cuda_unavailable_reason();
+
+// GPUs this process sees (cudaGetDeviceCount; 0 when none or when the backend is not built).
+int cuda_device_count();
+
+struct CudaDeviceInfo {
+  int index = 0;
+  std::string name;        // "NVIDIA H100 80GB HBM3"
+  std::string uuid;        // "GPU-1d2c...": the same GPU has the same UUID in every process
+  std::string pci_bus_id;  // "0000:3b:00.0"
+  int cc_major = 0, cc_minor = 0;
+  std::size_t total_memory = 0;  // bytes
+  int multiprocessors = 0;
+};
+// Throws ddp::SystemError when the device does not exist or cannot be queried.
+CudaDeviceInfo cuda_device_info(int device);
+
+// Library versions for `ddp_train --version`, e.g. "CUDA runtime 13.0 (driver 13.0), cuDNN 9.19.0,
+// cuBLAS 13.0.2, NCCL 2.28.9"; the driver reads "no driver" without one. "" when not built.
+std::string cuda_versions();
+
+struct CudaOptions {
+  // Upper bound of the one cuDNN workspace all layers of a backend share; a convolution algorithm
+  // that needs more is not chosen.
+  std::size_t workspace_limit_bytes = std::size_t{256} << 20;
+  // Allow TF32 tensor-core math (Ampere and later) for fp32 convolutions and GEMMs: 10-bit mantissa
+  // products, PyTorch's default for cuDNN convolutions. Off: strict fp32 (FMA) everywhere.
+  bool allow_tf32 = false;
+  // Prefer deterministic cuDNN algorithms (the same bits run after run) whenever one fits the
+  // workspace; otherwise the fastest is taken.
+  bool deterministic = true;
+  // Choose convolution algorithms by timing them once per shape (cudnnFind*, PyTorch's
+  // cudnn.benchmark) instead of cuDNN's heuristics (cudnnGet*_v7). The choice may differ run to
+  // run.
+  bool benchmark = false;
+};
+
+class CudaBackend : public Backend {
+ public:
+  virtual int device_index() const = 0;
+  virtual const CudaDeviceInfo& device_info() const = 0;
+  // The compute stream (a cudaStream_t, as void* so that this header needs no CUDA headers).
+  virtual void* compute_stream() const = 0;
+  // Blocks until all work enqueued on the compute stream and the copy stream has finished.
+  virtual void synchronize() = 0;
+
+  // Copies between host memory and device memory, ordered after the work already enqueued on the
+  // compute stream; they return when the copy is complete.
+  virtual void to_device(const void* host, void* device, std::size_t bytes) = 0;
+  virtual void to_host(const void* device, void* host, std::size_t bytes) = 0;
+
+  // Batches: asynchronous copies from pinned host memory (PinnedBuffer) on a separate copy stream,
+  // overlapped with compute. With two device slots d[2] and two pinned slots p[2], step k is:
+  //   compute_waits_for_uploads();  // batch k, uploaded during step k-1, is in d[k%2]
+  //   copy_waits_for_compute();     // d[(k+1)%2] was last read by step k-1, enqueued before this
+  //   wait_uploads() before refilling a pinned slot whose upload may still run; fill
+  //   p[(k+1)%2] with batch k+1; upload_async(p[(k+1)%2], d[(k+1)%2], bytes);
+  //   enqueue step k's forward/backward/update reading d[k%2]
+  virtual void upload_async(const void* pinned_host, void* device, std::size_t bytes) = 0;
+  // The compute stream waits (on the GPU; the host does not block) for the uploads started so far.
+  virtual void compute_waits_for_uploads() = 0;
+  // The copy stream waits (on the GPU) for the compute work enqueued so far.
+  virtual void copy_waits_for_compute() = 0;
+  // Blocks the host until every upload started so far is complete.
+  virtual void wait_uploads() = 0;
+
+  // softmax_xent without waiting: the loss sum and correct count accumulate on the device until
+  // take_loss() (which waits and resets them), so a training step needs no host synchronisation.
+  virtual void softmax_xent_accumulate(std::int64_t n, std::int64_t classes, const float* logits,
+                                       const std::int32_t* labels, float label_smoothing,
+                                       float grad_scale, float* dlogits) = 0;
+  virtual LossResult take_loss() = 0;
+
+  // Bytes of the shared cuDNN workspace allocated so far (<= workspace_limit_bytes).
+  virtual std::size_t workspace_bytes() const = 0;
+};
+
+// A backend on GPU `device` (an index among the visible devices). Makes `device` the calling
+// thread's current device. Throws ddp::SystemError with cuda_unavailable_reason() when no GPU is
+// usable, when `device` does not exist, and when this build has no kernels for its architecture.
+std::unique_ptr<CudaBackend> make_cuda_backend(int device, const CudaOptions& options = {});
+
+// Device memory, zero-filled, owned (cudaFree on destruction). Allocation makes `device` current.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(int device, std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept { swap(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    DeviceBuffer tmp(std::move(o));
+    swap(tmp);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* data() const { return ptr_; }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  float* floats() const { return as<float>(); }
+  std::size_t bytes() const { return bytes_; }
+  int device() const { return device_; }
+  bool empty() const { return ptr_ == nullptr; }
+
+ private:
+  void swap(DeviceBuffer& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(device_, o.device_);
+  }
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+  int device_ = -1;
+};
+
+// Page-locked host memory (cudaMallocHost), zero-filled, for asynchronous uploads. `device` is made
+// current first, so that no context is created on another GPU.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(int device, std::size_t bytes);
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer&& o) noexcept { swap(o); }
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+    PinnedBuffer tmp(std::move(o));
+    swap(tmp);
+    return *this;
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+
+  void* data() const { return ptr_; }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  std::size_t bytes() const { return bytes_; }
+  bool empty() const { return ptr_ == nullptr; }
+
+ private:
+  void swap(PinnedBuffer& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(bytes_, o.bytes_);
+  }
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace ddp::backend

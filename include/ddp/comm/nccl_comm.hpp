@@ -1,0 +1,90 @@
+#pragma once
+// Communicator over NCCL, the GPU data plane (MPI stays the control plane): rank 0 calls
+// ncclGetUniqueId, the 128 bytes go to every rank by MPI broadcast, every rank joins with
+// ncclCommInitRankConfig on its GPU. This is the bootstrap of nccl-tests, Horovod and llm.c.
+//
+// Buffers. Collectives work in place on device memory of the communicator's GPU (or managed
+// memory). Host buffers are accepted too (loss sums, counts, a config broadcast): they are staged
+// through pinned and device memory, which is correct but slower, and makes iallreduce_sum on a
+// host buffer blocking.
+//
+// Streams. NCCL runs on a communication stream of its own. A collective starts after everything
+// enqueued on the compute stream before the call (an event), so gradient buckets can be reduced
+// while the rest of backward runs; wait()/test() completion makes the compute stream wait for the
+// collective (an event) before anything enqueued afterwards, e.g. the optimizer step.
+//
+// No silent hangs (ARCHITECTURE.md). The communicator is non-blocking (NCCL's blocking = 0), so no
+// NCCL call can block the host indefinitely: every wait polls the collective's completion event
+// and ncclCommGetAsyncError. An asynchronous NCCL error aborts the communicator (ncclCommAbort)
+// and throws ddp::SystemError with ncclGetErrorString and ncclGetLastError. A collective that does
+// not complete within the timeout (CommOptions, DDP_COMM_TIMEOUT_S) aborts the communicator, is
+// reported as "collective #K (...) did not complete within T s" (NCCL cannot say which ranks did
+// not arrive), and then either ends the job with MPI_Abort (default: the scheduler frees the nodes)
+// or throws ddp::SystemError (abort_job_on_stall = false, for tests). DDP_FAULT_STALL_RANK/AT work
+// as for MpiComm.
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ddp/comm/comm_options.hpp"
+#include "ddp/comm/communicator.hpp"
+
+namespace ddp::comm {
+
+struct NcclCommOptions {
+  CommOptions comm = comm_options_from_env();
+  // After a stall report: end the whole job (MPI_Abort on MPI_COMM_WORLD) or throw SystemError.
+  bool abort_job_on_stall = true;
+};
+
+class NcclComm final : public Communicator {
+ public:
+  // Collective over `comm`. `device`: the CUDA device (index among the visible ones) this rank
+  // uses; it is made current. `compute_stream`: the cudaStream_t the gradients are produced on
+  // (CudaBackend::compute_stream()), as void*; nullptr means the legacy default stream.
+  // Throws ddp::SystemError when NCCL cannot be set up (the message says which step failed).
+  NcclComm(MPI_Comm comm, int device, void* compute_stream, NcclCommOptions options = {});
+  ~NcclComm() override;
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+
+  int rank() const override;
+  int size() const override;
+  void allreduce_sum(std::span<float> data) override;
+  void allreduce_sum(std::span<double> data) override;
+  void allreduce_sum(std::span<std::int64_t> data) override;
+  void broadcast(std::span<std::byte> data, int root) override;
+  void barrier() override;
+  void allgather(std::span<const std::byte> mine, std::span<std::byte> all) override;
+
+  Request iallreduce_sum(std::span<float> data) override;
+  void wait(Request& r) override;
+  bool test(Request& r) override;
+
+  // The stall timeout in seconds (<= 0: wait forever) for collectives waited from now on.
+  void set_timeout(double seconds);
+  double timeout() const;
+  // For a watchdog between collectives: polls ncclCommGetAsyncError; on an error aborts the
+  // communicator and throws ddp::SystemError. Cheap; never blocks.
+  void check_health();
+  // True once the communicator was aborted (after an error or a stall); every call then throws.
+  bool aborted() const;
+  // Collectives started so far, and non-blocking ones not yet completed.
+  std::int64_t collectives_started() const;
+  std::size_t pending_requests() const;
+  // The CUDA device and the communication stream (a cudaStream_t, as void*).
+  int device() const;
+  void* comm_stream() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// "NCCL 2.28.9" (the library loaded at run time), or "" when the CUDA backend is not built.
+std::string nccl_version();
+
+}  // namespace ddp::comm

@@ -1,0 +1,246 @@
+// Convolution on cuDNN (the v9 library's legacy convolution API, still shipped and supported
+// through 9.x). Activations NCHW, weights KCRS (PyTorch's layouts, as on the CPU): the flat
+// parameter buffer, snapshots and the other layers need no conversion.
+//
+// Algorithms are chosen once per batch size (a "plan") for each pass: by cuDNN's heuristics
+// (cudnnGetConvolution*Algorithm_v7; the old cudnnGetConvolution*Algorithm without _v7 is gone
+// from cuDNN 8+) or, with CudaOptions::benchmark, by timing (cudnnFindConvolution*Algorithm). From
+// the ranked list we take the first that succeeded, fits the shared workspace limit, is
+// deterministic when asked (falling back to any when none is), and uses no TF32 tensor-core math
+// unless allowed. The backward-data plan is made only when an input gradient is asked for (never
+// for the first layer).
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops.hpp"
+
+namespace ddp::backend::cuda {
+namespace {
+
+bool tensor_op_math(cudnnMathType_t m) {
+  return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+struct Chosen {
+  int algo = 0;
+  std::size_t workspace = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  bool deterministic = false;
+};
+
+// The first usable entry of cuDNN's ranking. `prepare(perf)` sets the pass's descriptor to the
+// entry's math type and returns the workspace it needs (nullopt: cuDNN refuses the combination).
+template <class Perf, class Prepare>
+std::optional<Chosen> choose(const std::vector<Perf>& ranking, const CudaOptions& o,
+                             Prepare prepare) {
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool need_deterministic = pass == 0 && o.deterministic;
+    if (pass == 1 && !o.deterministic) break;
+    for (const Perf& p : ranking) {
+      if (p.status != CUDNN_STATUS_SUCCESS) continue;
+      if (need_deterministic && p.determinism != CUDNN_DETERMINISTIC) continue;
+      if (!o.allow_tf32 && tensor_op_math(p.mathType)) continue;
+      const std::optional<std::size_t> ws = prepare(p);
+      if (!ws || *ws > o.workspace_limit_bytes) continue;
+      return Chosen{static_cast<int>(p.algo), *ws, p.mathType,
+                    p.determinism == CUDNN_DETERMINISTIC};
+    }
+  }
+  return std::nullopt;
+}
+
+class Conv final : public ConvOp {
+ public:
+  Conv(std::shared_ptr<Context> ctx, const ConvGeom& g) : ctx_(std::move(ctx)), g_(g) {
+    w_desc_ = make_filter_desc();
+    DDP_CUDA_CHECK(cudnnSetFilter4dDescriptor(
+        w_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, to_int(g.k, "output channels"),
+        to_int(g.c, "input channels"), to_int(g.r, "kernel height"), to_int(g.s, "kernel width")));
+    if (g.bias) {
+      b_desc_ = make_tensor_desc();
+      set_tensor_4d(b_desc_, 1, g.k, 1, 1);
+    }
+  }
+
+  void forward(std::int64_t n, const float* x, const float* w, const float* b, float* y) override {
+    Plan& p = plan(n);
+    DDP_CUDA_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &kOne, p.x, x, w_desc_, w, p.fwd_desc,
+                                           static_cast<cudnnConvolutionFwdAlgo_t>(p.fwd.algo),
+                                           ctx_->workspace(), p.fwd.workspace, &kZero, p.y, y));
+    if (g_.bias) DDP_CUDA_CHECK(cudnnAddTensor(ctx_->cudnn(), &kOne, b_desc_, b, &kOne, p.y, y));
+  }
+
+  void backward(std::int64_t n, const float* x, const float* w, const float* dy, float* dx,
+                float* dw, float* db) override {
+    Plan& p = plan(n);
+    if (g_.bias)
+      DDP_CUDA_CHECK(
+          cudnnConvolutionBackwardBias(ctx_->cudnn(), &kOne, p.y, dy, &kZero, b_desc_, db));
+    DDP_CUDA_CHECK(
+        cudnnConvolutionBackwardFilter(ctx_->cudnn(), &kOne, p.x, x, p.y, dy, p.filter_desc,
+                                       static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.filter.algo),
+                                       ctx_->workspace(), p.filter.workspace, &kZero, w_desc_, dw));
+    if (dx) {
+      if (!p.data) plan_data(p, n);
+      DDP_CUDA_CHECK(
+          cudnnConvolutionBackwardData(ctx_->cudnn(), &kOne, w_desc_, w, p.y, dy, p.data_desc,
+                                       static_cast<cudnnConvolutionBwdDataAlgo_t>(p.data->algo),
+                                       ctx_->workspace(), p.data->workspace, &kZero, p.x, dx));
+    }
+  }
+
+ private:
+  struct Plan {
+    TensorDesc x, y;
+    ConvDesc fwd_desc, filter_desc, data_desc;  // one per pass: each carries its algorithm's math
+    Chosen fwd, filter;
+    std::optional<Chosen> data;
+  };
+
+  std::string describe(std::int64_t n) const {
+    auto s = [](std::int64_t v) { return std::to_string(v); };
+    return "convolution " + s(g_.c) + "x" + s(g_.h) + "x" + s(g_.w) + " -> " + s(g_.k) + "x" +
+           s(g_.oh) + "x" + s(g_.ow) + " (kernel " + s(g_.r) + "x" + s(g_.s) + ", stride " +
+           s(g_.stride) + ", padding " + s(g_.pad) + ", batch " + s(n) + ")";
+  }
+
+  ConvDesc make_desc() const {
+    ConvDesc d = make_conv_desc();
+    const int pad = to_int(g_.pad, "padding"), stride = to_int(g_.stride, "stride");
+    DDP_CUDA_CHECK(cudnnSetConvolution2dDescriptor(d, pad, pad, stride, stride, 1, 1,
+                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    DDP_CUDA_CHECK(cudnnSetConvolutionMathType(d, ctx_->conv_math()));
+    return d;
+  }
+
+  // The math type a chosen algorithm runs with: FMA unless TF32 is allowed, then cuDNN's choice.
+  cudnnMathType_t math_for(cudnnMathType_t ranked) const {
+    return ctx_->options().allow_tf32 ? ranked : CUDNN_FMA_MATH;
+  }
+
+  [[noreturn]] void no_algorithm(const char* pass, std::int64_t n) const {
+    throw SystemError("cuDNN offers no " + std::string(pass) + " algorithm for the " + describe(n) +
+                      " within the workspace limit of " +
+                      std::to_string(ctx_->options().workspace_limit_bytes >> 20) +
+                      " MiB; raise the limit or use a smaller batch");
+  }
+
+  Plan& plan(std::int64_t n) {
+    auto it = plans_.find(n);
+    if (it != plans_.end()) return it->second;
+    Plan p;
+    p.x = make_tensor_desc();
+    p.y = make_tensor_desc();
+    set_tensor_4d(p.x, n, g_.c, g_.h, g_.w);
+    set_tensor_4d(p.y, n, g_.k, g_.oh, g_.ow);
+    p.fwd_desc = make_desc();
+    p.filter_desc = make_desc();
+    p.data_desc = make_desc();
+    int on = 0, oc = 0, oh = 0, ow = 0;
+    DDP_CUDA_CHECK(
+        cudnnGetConvolution2dForwardOutputDim(p.fwd_desc, p.x, w_desc_, &on, &oc, &oh, &ow));
+    if (on != n || oc != g_.k || oh != g_.oh || ow != g_.ow)
+      throw Error("internal: cuDNN computes a " + std::to_string(oc) + "x" + std::to_string(oh) +
+                  "x" + std::to_string(ow) + " output for the " + describe(n));
+    cudnnHandle_t h = ctx_->cudnn();
+    const CudaOptions& o = ctx_->options();
+
+    {  // forward
+      int max = 0;
+      DDP_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max));
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> r(static_cast<std::size_t>(max));
+      int got = 0;
+      if (o.benchmark)
+        DDP_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithm(h, p.x, w_desc_, p.fwd_desc, p.y, max,
+                                                            &got, r.data()));
+      else
+        DDP_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, p.x, w_desc_, p.fwd_desc, p.y, max,
+                                                              &got, r.data()));
+      r.resize(static_cast<std::size_t>(got));
+      auto c = choose(
+          r, o, [&](const cudnnConvolutionFwdAlgoPerf_t& perf) -> std::optional<std::size_t> {
+            std::size_t ws = 0;
+            if (cudnnSetConvolutionMathType(p.fwd_desc, math_for(perf.mathType)) !=
+                    CUDNN_STATUS_SUCCESS ||
+                cudnnGetConvolutionForwardWorkspaceSize(h, p.x, w_desc_, p.fwd_desc, p.y, perf.algo,
+                                                        &ws) != CUDNN_STATUS_SUCCESS)
+              return std::nullopt;
+            return ws;
+          });
+      if (!c) no_algorithm("forward", n);
+      p.fwd = *c;
+    }
+    {  // backward filter (and bias)
+      int max = 0;
+      DDP_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max));
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> r(static_cast<std::size_t>(max));
+      int got = 0;
+      if (o.benchmark)
+        DDP_CUDA_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(h, p.x, p.y, p.filter_desc,
+                                                                   w_desc_, max, &got, r.data()));
+      else
+        DDP_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.x, p.y, p.filter_desc,
+                                                                     w_desc_, max, &got, r.data()));
+      r.resize(static_cast<std::size_t>(got));
+      auto c = choose(
+          r, o, [&](const cudnnConvolutionBwdFilterAlgoPerf_t& perf) -> std::optional<std::size_t> {
+            std::size_t ws = 0;
+            if (cudnnSetConvolutionMathType(p.filter_desc, math_for(perf.mathType)) !=
+                    CUDNN_STATUS_SUCCESS ||
+                cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                    h, p.x, p.y, p.filter_desc, w_desc_, perf.algo, &ws) != CUDNN_STATUS_SUCCESS)
+              return std::nullopt;
+            return ws;
+          });
+      if (!c) no_algorithm("backward-filter", n);
+      p.filter = *c;
+    }
+    ctx_->reserve_workspace(std::max(p.fwd.workspace, p.filter.workspace));
+    return plans_.emplace(n, std::move(p)).first->second;
+  }
+
+  void plan_data(Plan& p, std::int64_t n) {
+    cudnnHandle_t h = ctx_->cudnn();
+    const CudaOptions& o = ctx_->options();
+    int max = 0;
+    DDP_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max));
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> r(static_cast<std::size_t>(max));
+    int got = 0;
+    if (o.benchmark)
+      DDP_CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(h, w_desc_, p.y, p.data_desc, p.x,
+                                                               max, &got, r.data()));
+    else
+      DDP_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w_desc_, p.y, p.data_desc, p.x,
+                                                                 max, &got, r.data()));
+    r.resize(static_cast<std::size_t>(got));
+    auto c = choose(
+        r, o, [&](const cudnnConvolutionBwdDataAlgoPerf_t& perf) -> std::optional<std::size_t> {
+          std::size_t ws = 0;
+          if (cudnnSetConvolutionMathType(p.data_desc, math_for(perf.mathType)) !=
+                  CUDNN_STATUS_SUCCESS ||
+              cudnnGetConvolutionBackwardDataWorkspaceSize(h, w_desc_, p.y, p.data_desc, p.x,
+                                                           perf.algo, &ws) != CUDNN_STATUS_SUCCESS)
+            return std::nullopt;
+          return ws;
+        });
+    if (!c) no_algorithm("backward-data", n);
+    ctx_->reserve_workspace(c->workspace);
+    p.data = *c;
+  }
+
+  std::shared_ptr<Context> ctx_;
+  ConvGeom g_;
+  FilterDesc w_desc_;
+  TensorDesc b_desc_;
+  std::map<std::int64_t, Plan> plans_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvOp> make_conv(std::shared_ptr<Context> ctx, const ConvGeom& g) {
+  return std::make_unique<Conv>(std::move(ctx), g);
+}
+
+}  // namespace ddp::backend::cuda

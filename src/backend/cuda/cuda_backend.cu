@@ -1,0 +1,343 @@
+// The CUDA backend object: the shared context (streams, handles, workspace, scratch), the
+// element-wise work through cuDNN (ReLU, log-softmax) and our kernels, and make_cuda_backend().
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "context.hpp"
+#include "ddp/backend/cuda_backend.hpp"
+#include "kernels.cuh"
+#include "ops.hpp"
+
+namespace ddp::backend {
+namespace cuda {
+
+// --- Context -------------------------------------------------------------------------------------
+
+Context::Context(int device, const CudaOptions& options) : device_(device), options_(options) {
+  DDP_CUDA_CHECK(cudaSetDevice(device));
+  info_ = cuda_device_info(device);
+  compute_ = make_stream();
+  copy_ = make_stream();
+  upload_done_ = make_event();
+  compute_mark_ = make_event();
+  cudnn_ = make_cudnn();
+  DDP_CUDA_CHECK(cudnnSetStream(cudnn_, compute_));
+  cublas_ = make_cublas();
+  DDP_CUDA_CHECK(cublasSetStream(cublas_, compute_));
+  DDP_CUDA_CHECK(cublasSetPointerMode(cublas_, CUBLAS_POINTER_MODE_HOST));
+  DDP_CUDA_CHECK(cublasSetMathMode(
+      cublas_, options_.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  flat_desc_ = make_tensor_desc();
+  relu_desc_ = make_activation_desc();
+  DDP_CUDA_CHECK(cudnnSetActivationDescriptor(relu_desc_, CUDNN_ACTIVATION_RELU,
+                                              CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  loss_acc_ = DeviceBuffer(device, 2 * sizeof(LossAccumulator));
+  loss_host_ = PinnedBuffer(device, 2 * sizeof(LossAccumulator));
+  for (auto& slot : host_slots_) slot.copied = make_event();
+}
+
+Context::~Context() {
+  // The buffers are freed by the members' destructors: let the queued work finish first.
+  (void)cudaStreamSynchronize(compute_);
+  (void)cudaStreamSynchronize(copy_);
+  (void)cudaGetLastError();
+}
+
+cudnnMathType_t Context::conv_math() const {
+  return options_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
+void Context::sync() const {
+  DDP_CUDA_CHECK(cudaStreamSynchronize(compute_));
+}
+
+void Context::grow(DeviceBuffer& b, std::size_t bytes) {
+  if (b.bytes() >= bytes) return;
+  const std::size_t old = b.bytes();
+  sync();
+  b = DeviceBuffer();
+  b = DeviceBuffer(device_, std::max(bytes, old + old / 2));
+}
+
+void Context::reserve_workspace(std::size_t bytes) {
+  if (workspace_.bytes() >= bytes) return;
+  sync();
+  workspace_ = DeviceBuffer();  // free first: the old and the new one need not fit together
+  workspace_ = DeviceBuffer(device_, bytes);
+}
+
+const float* Context::ones(std::int64_t n) {
+  if (ones_count_ < n) {
+    grow(ones_, static_cast<std::size_t>(n) * sizeof(float));
+    ones_count_ = static_cast<std::int64_t>(ones_.bytes() / sizeof(float));
+    launch_fill(compute_, ones_count_, 1.0f, ones_.floats());
+  }
+  return ones_.floats();
+}
+
+template <class T>
+const T* Context::device_ints(const T* p, std::int64_t n, DeviceBuffer& staging) {
+  if (n <= 0 || !p) return p;
+  cudaPointerAttributes a{};
+  DDP_CUDA_CHECK(cudaPointerGetAttributes(&a, p));
+  if (a.type == cudaMemoryTypeDevice) {
+    if (a.device != device_)
+      throw Error("CUDA backend on device " + std::to_string(device_) +
+                  " was given an array in the memory of device " + std::to_string(a.device));
+    return p;
+  }
+  if (a.type == cudaMemoryTypeManaged) return p;
+  if (a.type == cudaMemoryTypeHost && a.devicePointer)
+    return static_cast<const T*>(a.devicePointer);
+  // Pageable host memory: through a pinned slot, asynchronously.
+  const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(T);
+  grow(staging, bytes);
+  HostSlot& slot = host_slots_[next_slot_];
+  next_slot_ = (next_slot_ + 1) % host_slots_.size();
+  if (slot.used) DDP_CUDA_CHECK(cudaEventSynchronize(slot.copied));
+  if (slot.buffer.bytes() < bytes)
+    slot.buffer = PinnedBuffer(device_, std::max<std::size_t>(bytes, 4096));
+  std::memcpy(slot.buffer.data(), p, bytes);
+  DDP_CUDA_CHECK(
+      cudaMemcpyAsync(staging.data(), slot.buffer.data(), bytes, cudaMemcpyHostToDevice, compute_));
+  DDP_CUDA_CHECK(cudaEventRecord(slot.copied, compute_));
+  slot.used = true;
+  return staging.as<T>();
+}
+
+const std::int32_t* Context::device_labels(const std::int32_t* p, std::int64_t n) {
+  return device_ints(p, n, labels_);
+}
+const std::int64_t* Context::device_sample_ids(const std::int64_t* p, std::int64_t n) {
+  return device_ints(p, n, sample_ids_);
+}
+
+float* Context::loss_logp(std::int64_t count) {
+  grow(logp_, static_cast<std::size_t>(count) * sizeof(float));
+  return logp_.floats();
+}
+double* Context::loss_per_sample(std::int64_t n) {
+  grow(per_sample_, static_cast<std::size_t>(n) * sizeof(double));
+  return per_sample_.as<double>();
+}
+unsigned char* Context::loss_flags(std::int64_t n) {
+  grow(flags_, static_cast<std::size_t>(n));
+  return flags_.as<unsigned char>();
+}
+
+void Context::upload_async(const void* host, void* device, std::size_t bytes) {
+  if (bytes == 0) return;
+  DDP_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, copy_));
+  DDP_CUDA_CHECK(cudaEventRecord(upload_done_, copy_));
+}
+void Context::compute_waits_for_uploads() {
+  DDP_CUDA_CHECK(cudaStreamWaitEvent(compute_, upload_done_, 0));
+}
+void Context::copy_waits_for_compute() {
+  DDP_CUDA_CHECK(cudaEventRecord(compute_mark_, compute_));
+  DDP_CUDA_CHECK(cudaStreamWaitEvent(copy_, compute_mark_, 0));
+}
+void Context::wait_uploads() {
+  DDP_CUDA_CHECK(cudaEventSynchronize(upload_done_));
+}
+
+// --- the backend ---------------------------------------------------------------------------------
+
+namespace {
+
+// cuDNN descriptors hold int extents: element-wise calls over huge arrays go in chunks.
+constexpr std::int64_t kChunk = std::int64_t{1} << 30;
+
+class CudaBackendImpl final : public CudaBackend {
+ public:
+  explicit CudaBackendImpl(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {
+    const auto v = static_cast<int>(cudnnGetVersion());
+    name_ = "cuda:" + std::to_string(ctx_->device()) + " (" + ctx_->info().name + ", cuDNN " +
+            std::to_string(v / 10000) + "." + std::to_string((v % 10000) / 100) + ")";
+  }
+  ~CudaBackendImpl() override = default;
+
+  Device device() const override { return Device::cuda; }
+  std::string name() const override { return name_; }
+
+  std::unique_ptr<ConvOp> conv(const ConvGeom& g) override { return make_conv(ctx_, g); }
+  std::unique_ptr<PoolOp> pool(const PoolGeom& g) override { return make_pool(ctx_, g); }
+  std::unique_ptr<LinearOp> linear(const LinearGeom& g) override { return make_linear(ctx_, g); }
+  std::unique_ptr<BatchNormOp> batch_norm(const BatchNormGeom& g) override {
+    return make_batch_norm(ctx_, g);
+  }
+
+  // ReLU through cuDNN. Backward passes the output y as cuDNN's "x" too: for ReLU, y > 0 exactly
+  // where x > 0, so dx = dy where y > 0 else 0, the CPU's rule, whichever of the two cuDNN reads.
+  void relu_forward(std::int64_t count, const float* x, float* y) override {
+    for (std::int64_t off = 0; off < count; off += kChunk) {
+      const std::int64_t m = std::min(kChunk, count - off);
+      set_tensor_4d(ctx_->flat_desc(), 1, 1, 1, m);
+      DDP_CUDA_CHECK(cudnnActivationForward(ctx_->cudnn(), ctx_->relu_desc(), &kOne,
+                                            ctx_->flat_desc(), x + off, &kZero, ctx_->flat_desc(),
+                                            y + off));
+    }
+  }
+  void relu_backward(std::int64_t count, const float* y, const float* dy, float* dx) override {
+    for (std::int64_t off = 0; off < count; off += kChunk) {
+      const std::int64_t m = std::min(kChunk, count - off);
+      const cudnnTensorDescriptor_t d = ctx_->flat_desc();
+      set_tensor_4d(d, 1, 1, 1, m);
+      DDP_CUDA_CHECK(cudnnActivationBackward(ctx_->cudnn(), ctx_->relu_desc(), &kOne, d, y + off, d,
+                                             dy + off, d, y + off, &kZero, d, dx + off));
+    }
+  }
+
+  void dropout_forward(std::int64_t n, std::int64_t per_sample, float p, std::uint64_t seed,
+                       const std::int64_t* sample_ids, const float* x, float* mask,
+                       float* y) override {
+    // The CPU's constants, computed the same way on the host.
+    const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    const auto threshold = static_cast<std::uint64_t>(static_cast<double>(p) * 0x1.0p24);
+    if (!sample_ids && n > 0) throw Error("internal: dropout needs the batch's sample ids");
+    const std::int64_t* ids = ctx_->device_sample_ids(sample_ids, n);
+    launch_dropout(ctx_->stream(), n, per_sample, threshold, keep_scale, seed, ids, x, mask, y);
+  }
+  void mul(std::int64_t count, const float* a, const float* b, float* y) override {
+    launch_mul(ctx_->stream(), count, a, b, y);
+  }
+
+  LossResult softmax_xent(std::int64_t n, std::int64_t classes, const float* logits,
+                          const std::int32_t* labels, float label_smoothing, float grad_scale,
+                          float* dlogits) override {
+    LossAccumulator* acc = ctx_->loss_acc(1);
+    DDP_CUDA_CHECK(cudaMemsetAsync(acc, 0, sizeof(LossAccumulator), ctx_->stream()));
+    enqueue_xent(n, classes, logits, labels, label_smoothing, grad_scale, dlogits, acc);
+    return read_loss(acc, 1);
+  }
+  void softmax_xent_accumulate(std::int64_t n, std::int64_t classes, const float* logits,
+                               const std::int32_t* labels, float label_smoothing, float grad_scale,
+                               float* dlogits) override {
+    enqueue_xent(n, classes, logits, labels, label_smoothing, grad_scale, dlogits,
+                 ctx_->loss_acc(0));
+  }
+  LossResult take_loss() override {
+    const LossResult r = read_loss(ctx_->loss_acc(0), 0);
+    DDP_CUDA_CHECK(cudaMemsetAsync(ctx_->loss_acc(0), 0, sizeof(LossAccumulator), ctx_->stream()));
+    return r;
+  }
+
+  void sgd_step(std::int64_t count, const SgdHyper& h, float* w, const float* g,
+                float* m) override {
+    launch_sgd(ctx_->stream(), count, h, w, g, m);
+  }
+  void adam_step(std::int64_t count, const AdamHyper& h, float* w, const float* g, float* m,
+                 float* v) override {
+    // Bias corrections as cpu::adam_step computes them (double, then float).
+    const double t = static_cast<double>(h.step);
+    const auto bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(h.beta1), t));
+    const auto bc2_sqrt =
+        static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(h.beta2), t)));
+    launch_adam(ctx_->stream(), count, h, bc1, bc2_sqrt, w, g, m, v);
+  }
+
+  void fill(std::int64_t count, float value, float* y) override {
+    if (count <= 0) return;
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    if (bits == 0)  // +0.0f: all-zero bytes
+      DDP_CUDA_CHECK(
+          cudaMemsetAsync(y, 0, static_cast<std::size_t>(count) * sizeof(float), ctx_->stream()));
+    else
+      launch_fill(ctx_->stream(), count, value, y);
+  }
+  void copy(std::int64_t count, const float* x, float* y) override {
+    if (count <= 0 || x == y) return;
+    DDP_CUDA_CHECK(cudaMemcpyAsync(y, x, static_cast<std::size_t>(count) * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, ctx_->stream()));
+  }
+  void add(std::int64_t count, const float* x, float* y) override {
+    launch_add(ctx_->stream(), count, x, y);
+  }
+
+  int device_index() const override { return ctx_->device(); }
+  const CudaDeviceInfo& device_info() const override { return ctx_->info(); }
+  void* compute_stream() const override { return static_cast<void*>(ctx_->stream()); }
+  void synchronize() override {
+    ctx_->sync();
+    DDP_CUDA_CHECK(cudaStreamSynchronize(ctx_->copy_stream()));
+  }
+  void to_device(const void* host, void* device, std::size_t bytes) override {
+    if (bytes == 0) return;
+    DDP_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, ctx_->stream()));
+    ctx_->sync();
+  }
+  void to_host(const void* device, void* host, std::size_t bytes) override {
+    if (bytes == 0) return;
+    DDP_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, ctx_->stream()));
+    ctx_->sync();
+  }
+  void upload_async(const void* pinned_host, void* device, std::size_t bytes) override {
+    ctx_->upload_async(pinned_host, device, bytes);
+  }
+  void compute_waits_for_uploads() override { ctx_->compute_waits_for_uploads(); }
+  void copy_waits_for_compute() override { ctx_->copy_waits_for_compute(); }
+  void wait_uploads() override { ctx_->wait_uploads(); }
+  std::size_t workspace_bytes() const override { return ctx_->workspace_size(); }
+
+ private:
+  void enqueue_xent(std::int64_t n, std::int64_t classes, const float* logits,
+                    const std::int32_t* labels, float label_smoothing, float grad_scale,
+                    float* dlogits, LossAccumulator* acc) {
+    if (n <= 0) return;
+    float* logp = ctx_->loss_logp(n * classes);
+    double* per_sample = ctx_->loss_per_sample(n);
+    unsigned char* flags = ctx_->loss_flags(n);
+    const std::int32_t* dev_labels = ctx_->device_labels(labels, n);
+    // log p = log-softmax over each sample's logits (cuDNN's INSTANCE mode on [n, classes, 1, 1]).
+    set_tensor_4d(ctx_->flat_desc(), n, classes, 1, 1);
+    DDP_CUDA_CHECK(cudnnSoftmaxForward(ctx_->cudnn(), CUDNN_SOFTMAX_LOG,
+                                       CUDNN_SOFTMAX_MODE_INSTANCE, &kOne, ctx_->flat_desc(),
+                                       logits, &kZero, ctx_->flat_desc(), logp));
+    launch_xent(ctx_->stream(), n, classes, logits, logp, dev_labels, label_smoothing, grad_scale,
+                dlogits, per_sample, flags, acc);
+  }
+
+  LossResult read_loss(const LossAccumulator* acc, int slot) {
+    LossAccumulator* host = ctx_->loss_host() + slot;
+    DDP_CUDA_CHECK(cudaMemcpyAsync(host, acc, sizeof(LossAccumulator), cudaMemcpyDeviceToHost,
+                                   ctx_->stream()));
+    ctx_->sync();
+    if (host->bad_labels > 0)
+      throw DataError("softmax cross-entropy: " + std::to_string(host->bad_labels) +
+                      " label(s) outside [0, number of classes): the dataset's labels do not match "
+                      "the model's output size");
+    LossResult r;
+    r.loss_sum = host->loss_sum;
+    r.correct = static_cast<std::int64_t>(host->correct);
+    return r;
+  }
+
+  std::shared_ptr<Context> ctx_;
+  std::string name_;
+};
+
+}  // namespace
+}  // namespace cuda
+
+std::unique_ptr<CudaBackend> make_cuda_backend(int device, const CudaOptions& options) {
+  const std::string why = cuda_unavailable_reason();
+  if (!why.empty()) throw SystemError("the CUDA backend cannot run here: " + why);
+  const CudaDeviceInfo info = cuda_device_info(device);  // throws for a device that does not exist
+  DDP_CUDA_CHECK(cudaSetDevice(device));
+  // A GPU older (or newer, without PTX) than the architectures this build has code for: say so now
+  // rather than at the first kernel launch.
+  cudaFuncAttributes attr{};
+  const cudaError_t e = cudaFuncGetAttributes(&attr, cuda::probe_kernel());
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw SystemError("CUDA device " + std::to_string(device) + " (" + info.name +
+                      ", compute capability " + std::to_string(info.cc_major) + "." +
+                      std::to_string(info.cc_minor) +
+                      ") cannot run this build's kernels: " + cuda::describe_cuda_error(e));
+  }
+  return std::make_unique<cuda::CudaBackendImpl>(std::make_shared<cuda::Context>(device, options));
+}
+
+}  // namespace ddp::backend

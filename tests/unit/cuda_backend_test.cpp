@@ -1,0 +1,524 @@
+// The CUDA backend against the CPU backend (the reference, itself gradient-checked in
+// layer_gradcheck_test.cpp): every op's forward and backward on the same random inputs, with the
+// tolerance each comparison allows written next to it. Without a usable GPU (or without the backend
+// built in) the comparisons are reported as SKIPPED with the reason; the availability tests run
+// everywhere.
+#include "ddp/backend/cuda_backend.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ddp/backend/cpu_backend.hpp"
+#include "ddp/error.hpp"
+#include "ddp/rng.hpp"
+
+namespace ddp::backend {
+namespace {
+
+#define DDP_REQUIRE_CUDA()                                         \
+  do {                                                             \
+    const std::string why_ = cuda_unavailable_reason();            \
+    if (!why_.empty()) GTEST_SKIP() << "no CUDA device: " << why_; \
+  } while (0)
+
+std::vector<float> random_vec(std::size_t n, std::uint64_t seed, float lo = -1.0f,
+                              float hi = 1.0f) {
+  CounterRng rng(hash_words(seed, 77));
+  std::vector<float> v(n);
+  for (auto& x : v) x = lo + (hi - lo) * rng.next_float();
+  return v;
+}
+
+// |gpu - cpu| <= atol + rtol * |cpu| element-wise, with atol relative to the largest |cpu| value
+// (atol_rel * max|cpu|), so one tolerance fits tensors of any scale. Reports the worst element.
+void expect_close(const std::vector<float>& cpu, const std::vector<float>& gpu, double atol_rel,
+                  double rtol, const std::string& what) {
+  ASSERT_EQ(cpu.size(), gpu.size()) << what;
+  double scale = 0;
+  for (float v : cpu) scale = std::max(scale, static_cast<double>(std::abs(v)));
+  const double atol = atol_rel * std::max(scale, 1e-30);
+  double worst = 0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    const double err = std::abs(static_cast<double>(gpu[i]) - cpu[i]);
+    const double allowed = atol + rtol * std::abs(static_cast<double>(cpu[i]));
+    const double ratio = err / allowed;
+    if (!(ratio <= worst)) {  // NaN-safe: a NaN becomes the worst
+      worst = ratio;
+      at = i;
+    }
+  }
+  EXPECT_LE(worst, 1.0) << what << ": worst element " << at << " cpu " << cpu[at] << " gpu "
+                        << gpu[at] << " (max |cpu| " << scale << ")";
+}
+
+void expect_equal(const std::vector<float>& cpu, const std::vector<float>& gpu,
+                  const std::string& what) {
+  ASSERT_EQ(cpu.size(), gpu.size()) << what;
+  std::size_t mismatches = 0, first = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i)
+    if (!(cpu[i] == gpu[i])) {
+      if (mismatches++ == 0) first = i;
+    }
+  EXPECT_EQ(mismatches, 0u) << what << ": first mismatch at " << first << " cpu " << cpu[first]
+                            << " gpu " << gpu[first];
+}
+
+class CudaVsCpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DDP_REQUIRE_CUDA();
+    cpu_ = make_cpu_backend();
+    gpu_ = make_cuda_backend(0);
+  }
+
+  // A device copy of `host` (or `n` zeros).
+  DeviceBuffer up(const std::vector<float>& host) {
+    DeviceBuffer b(gpu_->device_index(), std::max<std::size_t>(host.size(), 1) * sizeof(float));
+    gpu_->to_device(host.data(), b.data(), host.size() * sizeof(float));
+    return b;
+  }
+  DeviceBuffer zeros(std::size_t n) {
+    return DeviceBuffer(gpu_->device_index(), std::max<std::size_t>(n, 1) * sizeof(float));
+  }
+  std::vector<float> down(const DeviceBuffer& b, std::size_t n) {
+    std::vector<float> h(n);
+    gpu_->to_host(b.data(), h.data(), n * sizeof(float));
+    return h;
+  }
+
+  std::unique_ptr<Backend> cpu_;
+  std::unique_ptr<CudaBackend> gpu_;
+};
+
+// --- convolution
+// ----------------------------------------------------------------------------------- Tolerance:
+// cuDNN may pick FFT or Winograd algorithms (exact in exact arithmetic, rounding differently from
+// oneDNN's direct/GEMM sums; measured in cuDNN's own tests at ~1e-4 of the output scale in fp32),
+// and the weight gradient sums n*oh*ow products in a different order. TF32 is off (CudaOptions
+// default). So: 5e-4 of the tensor's largest magnitude, plus 1e-3 relative.
+
+struct ConvCase {
+  const char* name;
+  ConvGeom g;
+  std::int64_t n;
+};
+
+ConvGeom conv_geom(std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k, std::int64_t r,
+                   std::int64_t stride, std::int64_t pad, bool bias) {
+  ConvGeom g;
+  g.c = c, g.h = h, g.w = w, g.k = k, g.r = g.s = r, g.stride = stride, g.pad = pad, g.bias = bias;
+  g.oh = (h + 2 * pad - r) / stride + 1;
+  g.ow = (w + 2 * pad - r) / stride + 1;
+  return g;
+}
+
+TEST_F(CudaVsCpu, ConvolutionForwardBackward) {
+  const ConvCase cases[] = {
+      {"lenet.conv1 3x32x32 k5", conv_geom(3, 32, 32, 6, 5, 1, 0, true), 8},
+      {"lenet.conv2 6x14x14 k5", conv_geom(6, 14, 14, 16, 5, 1, 0, true), 8},
+      {"vgg.conv2 32x16x16 k3 p1", conv_geom(32, 16, 16, 64, 3, 1, 1, true), 4},
+      {"odd 8x9x7 k3 s2 p1 no bias", conv_geom(8, 9, 7, 5, 3, 2, 1, false), 3},
+      {"1x1 16x5x5", conv_geom(16, 5, 5, 8, 1, 1, 0, true), 2},
+  };
+  std::uint64_t seed = 1;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const ConvGeom& g = c.g;
+    const auto xn = static_cast<std::size_t>(c.n * g.c * g.h * g.w);
+    const auto yn = static_cast<std::size_t>(c.n * g.k * g.oh * g.ow);
+    const auto wn = static_cast<std::size_t>(g.k * g.c * g.r * g.s);
+    const auto bn = static_cast<std::size_t>(g.k);
+    const auto x = random_vec(xn, ++seed), w = random_vec(wn, ++seed, -0.3f, 0.3f),
+               b = random_vec(bn, ++seed), dy = random_vec(yn, ++seed);
+    auto cop = cpu_->conv(g);
+    auto gop = gpu_->conv(g);
+
+    std::vector<float> y(yn), dx(xn), dw(wn), db(bn);
+    cop->forward(c.n, x.data(), w.data(), g.bias ? b.data() : nullptr, y.data());
+    cop->backward(c.n, x.data(), w.data(), dy.data(), dx.data(), dw.data(),
+                  g.bias ? db.data() : nullptr);
+
+    auto X = up(x), W = up(w), B = up(b), DY = up(dy);
+    auto Y = zeros(yn), DX = zeros(xn), DW = zeros(wn), DB = zeros(bn);
+    gop->forward(c.n, X.floats(), W.floats(), g.bias ? B.floats() : nullptr, Y.floats());
+    gop->backward(c.n, X.floats(), W.floats(), DY.floats(), DX.floats(), DW.floats(),
+                  g.bias ? DB.floats() : nullptr);
+    expect_close(y, down(Y, yn), 5e-4, 1e-3, "forward y");
+    expect_close(dx, down(DX, xn), 5e-4, 1e-3, "backward dx");
+    expect_close(dw, down(DW, wn), 5e-4, 1e-3, "backward dw");
+    if (g.bias) expect_close(db, down(DB, bn), 5e-4, 1e-3, "backward db");
+
+    // The first layer's backward without an input gradient, and a second batch size (a new plan).
+    const std::int64_t n2 = c.n - 1;
+    gop->backward(n2, X.floats(), W.floats(), DY.floats(), nullptr, DW.floats(),
+                  g.bias ? DB.floats() : nullptr);
+    cop->backward(n2, x.data(), w.data(), dy.data(), nullptr, dw.data(),
+                  g.bias ? db.data() : nullptr);
+    expect_close(dw, down(DW, wn), 5e-4, 1e-3, "backward dw (batch n-1, no dx)");
+  }
+  EXPECT_LE(gpu_->workspace_bytes(), CudaOptions{}.workspace_limit_bytes);
+}
+
+// --- pooling -------------------------------------------------------------------------------------
+// Max pooling selects values: forward and backward are exact (random inputs have no ties).
+// Average pooling divides sums of up to 9 values by the count: 1e-6 relative.
+
+PoolGeom pool_geom(PoolKind kind, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
+                   std::int64_t stride, std::int64_t pad) {
+  PoolGeom g;
+  g.kind = kind, g.c = c, g.h = h, g.w = w, g.kh = g.kw = k, g.stride = stride, g.pad = pad;
+  g.oh = (h + 2 * pad - k) / stride + 1;
+  g.ow = (w + 2 * pad - k) / stride + 1;
+  return g;
+}
+
+TEST_F(CudaVsCpu, PoolingForwardBackward) {
+  struct Case {
+    const char* name;
+    PoolGeom g;
+    bool exact;
+  };
+  const Case cases[] = {
+      {"max 2x2 s2 6x28x28", pool_geom(PoolKind::max, 6, 28, 28, 2, 2, 0), true},
+      {"max 2x2 s2 odd 3x7x5", pool_geom(PoolKind::max, 3, 7, 5, 2, 2, 0), true},
+      {"max 3x3 s2 p1 4x9x9", pool_geom(PoolKind::max, 4, 9, 9, 3, 2, 1), true},
+      {"avg 2x2 s2 6x28x28", pool_geom(PoolKind::avg, 6, 28, 28, 2, 2, 0), false},
+      {"avg 3x3 s1 p1 4x6x6", pool_geom(PoolKind::avg, 4, 6, 6, 3, 1, 1), false},
+  };
+  const std::int64_t n = 5;
+  std::uint64_t seed = 100;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const PoolGeom& g = c.g;
+    const auto xn = static_cast<std::size_t>(n * g.c * g.h * g.w);
+    const auto yn = static_cast<std::size_t>(n * g.c * g.oh * g.ow);
+    const auto x = random_vec(xn, ++seed), dy = random_vec(yn, ++seed);
+    auto cop = cpu_->pool(g);
+    auto gop = gpu_->pool(g);
+    std::vector<float> y(yn), dx(xn);
+    cop->forward(n, x.data(), y.data(), true);
+    cop->backward(n, dy.data(), dx.data());
+    auto X = up(x), DY = up(dy), Y = zeros(yn), DX = zeros(xn);
+    gop->forward(n, X.floats(), Y.floats(), true);
+    gop->backward(n, DY.floats(), DX.floats());
+    if (c.exact) {
+      expect_equal(y, down(Y, yn), "forward y");
+      expect_equal(dx, down(DX, xn), "backward dx");
+    } else {
+      expect_close(y, down(Y, yn), 1e-6, 1e-6, "forward y");
+      expect_close(dx, down(DX, xn), 1e-6, 1e-6, "backward dx");
+    }
+    // Inference forward gives the same values.
+    auto Y2 = zeros(yn);
+    gop->forward(n, X.floats(), Y2.floats(), false);
+    expect_equal(down(Y, yn), down(Y2, yn), "inference forward");
+  }
+}
+
+// --- linear --------------------------------------------------------------------------------------
+// cuBLAS SGEMM (no TF32) against oneDNN's inner product: sums of up to 400 products in another
+// order: 1e-5 of the largest magnitude plus 1e-4 relative.
+
+TEST_F(CudaVsCpu, LinearForwardBackward) {
+  struct Case {
+    std::int64_t in, out, n;
+    bool bias;
+  };
+  const Case cases[] = {
+      {400, 120, 7, true}, {120, 84, 32, true}, {5, 3, 1, false}, {84, 10, 33, true}};
+  std::uint64_t seed = 200;
+  for (const auto& c : cases) {
+    SCOPED_TRACE("linear " + std::to_string(c.in) + "->" + std::to_string(c.out) + " batch " +
+                 std::to_string(c.n));
+    LinearGeom g;
+    g.in = c.in, g.out = c.out, g.bias = c.bias;
+    const auto xn = static_cast<std::size_t>(c.n * c.in),
+               yn = static_cast<std::size_t>(c.n * c.out),
+               wn = static_cast<std::size_t>(c.in * c.out), bn = static_cast<std::size_t>(c.out);
+    const auto x = random_vec(xn, ++seed), w = random_vec(wn, ++seed, -0.2f, 0.2f),
+               b = random_vec(bn, ++seed), dy = random_vec(yn, ++seed);
+    auto cop = cpu_->linear(g);
+    auto gop = gpu_->linear(g);
+    std::vector<float> y(yn), dx(xn), dw(wn), db(bn);
+    cop->forward(c.n, x.data(), w.data(), c.bias ? b.data() : nullptr, y.data());
+    cop->backward(c.n, x.data(), w.data(), dy.data(), dx.data(), dw.data(),
+                  c.bias ? db.data() : nullptr);
+    auto X = up(x), W = up(w), B = up(b), DY = up(dy);
+    auto Y = zeros(yn), DX = zeros(xn), DW = zeros(wn), DB = zeros(bn);
+    gop->forward(c.n, X.floats(), W.floats(), c.bias ? B.floats() : nullptr, Y.floats());
+    gop->backward(c.n, X.floats(), W.floats(), DY.floats(), DX.floats(), DW.floats(),
+                  c.bias ? DB.floats() : nullptr);
+    expect_close(y, down(Y, yn), 1e-5, 1e-4, "forward y");
+    expect_close(dx, down(DX, xn), 1e-5, 1e-4, "backward dx");
+    expect_close(dw, down(DW, wn), 1e-5, 1e-4, "backward dw");
+    if (c.bias) expect_close(db, down(DB, bn), 1e-5, 1e-4, "backward db");
+  }
+}
+
+// --- batch norm ----------------------------------------------------------------------------------
+// Means and variances over up to 150 values per channel in another order, then normalisation:
+// 1e-5 of the largest magnitude plus 1e-4 relative, for outputs, running statistics (PyTorch's
+// unbiased running variance on both) and gradients.
+
+TEST_F(CudaVsCpu, BatchNormTrainingInferenceBackward) {
+  struct Case {
+    const char* name;
+    std::int64_t c, h, w, n;
+  };
+  const Case cases[] = {{"image 4x5x5", 4, 5, 5, 6}, {"features 10", 10, 1, 1, 8}};
+  std::uint64_t seed = 300;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    BatchNormGeom g;
+    g.c = c.c, g.h = c.h, g.w = c.w, g.eps = 1e-5f, g.momentum = 0.1f;
+    const auto xn = static_cast<std::size_t>(c.n * c.c * c.h * c.w),
+               cn = static_cast<std::size_t>(c.c);
+    const auto x = random_vec(xn, ++seed, -2.0f, 3.0f), gamma = random_vec(cn, ++seed, 0.5f, 1.5f),
+               beta = random_vec(cn, ++seed), dy = random_vec(xn, ++seed);
+    std::vector<float> rmean = random_vec(cn, ++seed), rvar = random_vec(cn, ++seed, 0.5f, 2.0f);
+    auto cop = cpu_->batch_norm(g);
+    auto gop = gpu_->batch_norm(g);
+    auto X = up(x), G = up(gamma), BE = up(beta), DY = up(dy), RM = up(rmean), RV = up(rvar);
+    auto Y = zeros(xn), DX = zeros(xn), DG = zeros(cn), DB = zeros(cn);
+
+    std::vector<float> y(xn), dx(xn), dg(cn), db(cn);
+    cop->forward(c.n, x.data(), gamma.data(), beta.data(), rmean.data(), rvar.data(), y.data(),
+                 true);
+    cop->backward(c.n, x.data(), dy.data(), gamma.data(), dx.data(), dg.data(), db.data());
+    gop->forward(c.n, X.floats(), G.floats(), BE.floats(), RM.floats(), RV.floats(), Y.floats(),
+                 true);
+    gop->backward(c.n, X.floats(), DY.floats(), G.floats(), DX.floats(), DG.floats(), DB.floats());
+    expect_close(y, down(Y, xn), 1e-5, 1e-4, "training forward y");
+    expect_close(rmean, down(RM, cn), 1e-5, 1e-4, "running mean");
+    expect_close(rvar, down(RV, cn), 1e-5, 1e-4, "running variance (unbiased)");
+    expect_close(dx, down(DX, xn), 1e-5, 1e-4, "backward dx");
+    expect_close(dg, down(DG, cn), 1e-5, 1e-4, "backward dgamma");
+    expect_close(db, down(DB, cn), 1e-5, 1e-4, "backward dbeta");
+
+    cop->forward(c.n, x.data(), gamma.data(), beta.data(), rmean.data(), rvar.data(), y.data(),
+                 false);
+    gop->forward(c.n, X.floats(), G.floats(), BE.floats(), RM.floats(), RV.floats(), Y.floats(),
+                 false);
+    expect_close(y, down(Y, xn), 1e-5, 1e-4, "inference forward y");
+  }
+}
+
+// --- element-wise --------------------------------------------------------------------------------
+
+TEST_F(CudaVsCpu, ReluDropoutMulExact) {
+  const std::size_t count = 10007;  // not a multiple of any block size
+  const auto x = random_vec(count, 400), dy = random_vec(count, 401);
+  auto X = up(x), DY = up(dy), Y = zeros(count), DX = zeros(count);
+  std::vector<float> y(count), dx(count);
+  // ReLU: max(x, 0) and its mask are exact.
+  cpu_->relu_forward(static_cast<std::int64_t>(count), x.data(), y.data());
+  cpu_->relu_backward(static_cast<std::int64_t>(count), y.data(), dy.data(), dx.data());
+  gpu_->relu_forward(static_cast<std::int64_t>(count), X.floats(), Y.floats());
+  gpu_->relu_backward(static_cast<std::int64_t>(count), Y.floats(), DY.floats(), DX.floats());
+  expect_equal(y, down(Y, count), "relu forward");
+  expect_equal(dx, down(DX, count), "relu backward");
+
+  // Dropout: the masks are a pure function of (seed, sample id, element) and must be identical,
+  // with host and with device sample ids; y = x * mask is one rounding on both.
+  const std::int64_t n = 4, per = 2500;
+  const std::vector<std::int64_t> ids = {3, 17, 5, 1000003};
+  const auto xs = random_vec(static_cast<std::size_t>(n * per), 402);
+  auto XS = up(xs), M = zeros(xs.size()), YS = zeros(xs.size());
+  std::vector<float> mask(xs.size()), ys(xs.size());
+  for (float p : {0.5f, 0.1f}) {
+    SCOPED_TRACE("p = " + std::to_string(p));
+    cpu_->dropout_forward(n, per, p, 99, ids.data(), xs.data(), mask.data(), ys.data());
+    gpu_->dropout_forward(n, per, p, 99, ids.data(), XS.floats(), M.floats(), YS.floats());
+    expect_equal(mask, down(M, mask.size()), "dropout mask (host sample ids)");
+    expect_equal(ys, down(YS, ys.size()), "dropout y");
+    DeviceBuffer dev_ids(gpu_->device_index(), ids.size() * sizeof(std::int64_t));
+    gpu_->to_device(ids.data(), dev_ids.data(), ids.size() * sizeof(std::int64_t));
+    gpu_->fill(static_cast<std::int64_t>(mask.size()), 0.0f, M.floats());
+    gpu_->dropout_forward(n, per, p, 99, dev_ids.as<std::int64_t>(), XS.floats(), M.floats(),
+                          YS.floats());
+    expect_equal(mask, down(M, mask.size()), "dropout mask (device sample ids)");
+  }
+  std::vector<float> prod(xs.size());
+  cpu_->mul(static_cast<std::int64_t>(xs.size()), xs.data(), mask.data(), prod.data());
+  gpu_->mul(static_cast<std::int64_t>(xs.size()), XS.floats(), M.floats(), YS.floats());
+  expect_equal(prod, down(YS, xs.size()), "mul");
+}
+
+TEST_F(CudaVsCpu, FillCopyAddExact) {
+  const std::size_t count = 3001;
+  const auto a = random_vec(count, 500), b = random_vec(count, 501);
+  auto A = up(a), B = up(b);
+  gpu_->add(static_cast<std::int64_t>(count), A.floats(), B.floats());
+  std::vector<float> sum = b;
+  cpu_->add(static_cast<std::int64_t>(count), a.data(), sum.data());
+  expect_equal(sum, down(B, count), "add");
+  gpu_->copy(static_cast<std::int64_t>(count), A.floats(), B.floats());
+  expect_equal(a, down(B, count), "copy");
+  gpu_->fill(static_cast<std::int64_t>(count), 0.25f, B.floats());
+  expect_equal(std::vector<float>(count, 0.25f), down(B, count), "fill 0.25");
+  gpu_->fill(static_cast<std::int64_t>(count), 0.0f, B.floats());
+  expect_equal(std::vector<float>(count, 0.0f), down(B, count), "fill 0");
+}
+
+// --- loss ----------------------------------------------------------------------------------------
+// cuDNN's float log-softmax vs the CPU's double log-sum-exp: the summed loss agrees to 1e-5
+// relative, the gradient (p - target) * scale to 1e-6 of its largest magnitude; argmax counts are
+// exact.
+
+TEST_F(CudaVsCpu, SoftmaxCrossEntropy) {
+  for (const auto& [n, classes] :
+       {std::pair<std::int64_t, std::int64_t>{33, 10}, {5, 100}, {1, 2}}) {
+    for (float smoothing : {0.0f, 0.1f}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " classes " + std::to_string(classes) +
+                   " smoothing " + std::to_string(smoothing));
+      const auto cnt = static_cast<std::size_t>(n * classes);
+      const auto logits = random_vec(cnt, 600 + static_cast<std::uint64_t>(n), -4.0f, 4.0f);
+      std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
+      CounterRng rng(5);
+      for (auto& l : labels)
+        l = static_cast<std::int32_t>(rng.next_below(static_cast<std::uint64_t>(classes)));
+      const float scale = 1.0f / static_cast<float>(n);
+      std::vector<float> d(cnt);
+      const auto rc =
+          cpu_->softmax_xent(n, classes, logits.data(), labels.data(), smoothing, scale, d.data());
+      auto L = up(logits), D = zeros(cnt);
+      const auto rg =
+          gpu_->softmax_xent(n, classes, L.floats(), labels.data(), smoothing, scale, D.floats());
+      EXPECT_NEAR(rg.loss_sum, rc.loss_sum, 1e-5 * std::abs(rc.loss_sum) + 1e-6);
+      EXPECT_EQ(rg.correct, rc.correct);
+      expect_close(d, down(D, cnt), 1e-6, 1e-5, "dlogits");
+
+      // Deferred: two accumulations, one read.
+      gpu_->softmax_xent_accumulate(n, classes, L.floats(), labels.data(), smoothing, scale,
+                                    nullptr);
+      gpu_->softmax_xent_accumulate(n, classes, L.floats(), labels.data(), smoothing, scale,
+                                    D.floats());
+      const auto acc = gpu_->take_loss();
+      EXPECT_NEAR(acc.loss_sum, 2 * rc.loss_sum, 2e-5 * std::abs(rc.loss_sum) + 1e-6);
+      EXPECT_EQ(acc.correct, 2 * rc.correct);
+      EXPECT_EQ(gpu_->take_loss().loss_sum, 0.0);  // reset
+    }
+  }
+}
+
+TEST_F(CudaVsCpu, SoftmaxCrossEntropyRejectsBadLabels) {
+  const std::vector<float> logits(20, 0.5f);
+  const std::vector<std::int32_t> labels = {0, 1, 10, 3};  // 10 is out of range for 5 classes
+  auto L = up(logits);
+  EXPECT_THROW(gpu_->softmax_xent(4, 5, L.floats(), labels.data(), 0.0f, 1.0f, nullptr), DataError);
+}
+
+// --- optimizers ----------------------------------------------------------------------------------
+// The kernels are the CPU loops' expressions in the same order, built with --fmad=false: the
+// results should be bit-identical; 2 ulp are allowed in case the host compiler contracted the CPU
+// loop into FMAs (-ffp-contract on an FMA-capable -march).
+
+void expect_ulps(const std::vector<float>& cpu, const std::vector<float>& gpu,
+                 const std::string& what) {
+  expect_close(cpu, gpu, 0.0, 2.5e-7, what);
+}
+
+TEST_F(CudaVsCpu, SgdAndAdamUpdates) {
+  const std::size_t count = 5003;
+  const auto w0 = random_vec(count, 700), g = random_vec(count, 701), m0 = random_vec(count, 702),
+             v0 = random_vec(count, 703, 0.0f, 0.01f);
+  const Backend::SgdHyper sgds[] = {{0.1f, 0.0f, 0.0f, false},
+                                    {0.05f, 0.0f, 5e-4f, false},
+                                    {0.05f, 0.9f, 5e-4f, false},
+                                    {0.05f, 0.9f, 1e-4f, true}};
+  for (const auto& h : sgds) {
+    SCOPED_TRACE("sgd lr " + std::to_string(h.lr) + " momentum " + std::to_string(h.momentum) +
+                 (h.nesterov ? " nesterov" : ""));
+    std::vector<float> w = w0, m = m0;
+    auto W = up(w0), G = up(g), M = up(m0);
+    for (int step = 0; step < 3; ++step) {
+      cpu_->sgd_step(static_cast<std::int64_t>(count), h, w.data(), g.data(), m.data());
+      gpu_->sgd_step(static_cast<std::int64_t>(count), h, W.floats(), G.floats(), M.floats());
+    }
+    expect_ulps(w, down(W, count), "weights");
+    if (h.momentum != 0.0f) expect_ulps(m, down(M, count), "momentum");
+  }
+  for (bool decoupled : {false, true}) {
+    SCOPED_TRACE(decoupled ? "adamw" : "adam");
+    Backend::AdamHyper h;
+    h.lr = 1e-3f, h.weight_decay = 0.01f, h.decoupled = decoupled;
+    std::vector<float> w = w0, m = m0, v = v0;
+    auto W = up(w0), G = up(g), M = up(m0), V = up(v0);
+    for (std::int64_t step = 1; step <= 3; ++step) {
+      h.step = step;
+      cpu_->adam_step(static_cast<std::int64_t>(count), h, w.data(), g.data(), m.data(), v.data());
+      gpu_->adam_step(static_cast<std::int64_t>(count), h, W.floats(), G.floats(), M.floats(),
+                      V.floats());
+    }
+    expect_ulps(w, down(W, count), "weights");
+    expect_ulps(m, down(M, count), "first moment");
+    expect_ulps(v, down(V, count), "second moment");
+  }
+}
+
+// --- the backend object --------------------------------------------------------------------------
+
+TEST_F(CudaVsCpu, BackendBasicsAndUploads) {
+  EXPECT_EQ(gpu_->device(), Device::cuda);
+  EXPECT_NE(gpu_->name().find("cuda:0"), std::string::npos) << gpu_->name();
+  EXPECT_FALSE(gpu_->device_info().uuid.empty());
+  EXPECT_NE(gpu_->compute_stream(), nullptr);
+  // A device that does not exist.
+  EXPECT_THROW(make_cuda_backend(cuda_device_count()), SystemError);
+
+  // Pinned upload on the copy stream, ordered before compute by the event.
+  const std::size_t count = 1 << 16;
+  PinnedBuffer pinned(gpu_->device_index(), count * sizeof(float));
+  for (std::size_t i = 0; i < count; ++i) pinned.as<float>()[i] = static_cast<float>(i % 1000);
+  DeviceBuffer dev(gpu_->device_index(), count * sizeof(float)),
+      out(gpu_->device_index(), count * sizeof(float));
+  gpu_->copy_waits_for_compute();
+  gpu_->upload_async(pinned.data(), dev.data(), count * sizeof(float));
+  gpu_->compute_waits_for_uploads();
+  gpu_->copy(static_cast<std::int64_t>(count), dev.floats(), out.floats());
+  gpu_->wait_uploads();
+  const auto back = down(out, count);
+  for (std::size_t i = 0; i < count; i += 997)
+    ASSERT_EQ(back[i], static_cast<float>(i % 1000)) << i;
+}
+
+// --- availability: runs with or without a GPU ----------------------------------------------------
+
+TEST(CudaAvailability, UnusableDeviceIsAClearErrorNotACrash) {
+  const std::string why = cuda_unavailable_reason();
+  if (why.empty()) {
+    EXPECT_GT(cuda_device_count(), 0);
+    auto be = make_cuda_backend(0);
+    EXPECT_EQ(be->device(), Device::cuda);
+    return;
+  }
+  // No usable GPU (this is what CI checks): a SystemError that carries the reason.
+  try {
+    (void)make_cuda_backend(0);
+    FAIL() << "make_cuda_backend succeeded although: " << why;
+  } catch (const SystemError& e) {
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(DeviceBuffer(0, 16), SystemError);
+}
+
+TEST(CudaAvailability, VersionsNameTheLibraries) {
+  const std::string v = cuda_versions();
+  if (!cuda_built()) {
+    EXPECT_TRUE(v.empty()) << v;
+    EXPECT_NE(cuda_unavailable_reason().find("without the CUDA backend"), std::string::npos);
+    return;
+  }
+  // The versions are read from the libraries, no GPU needed.
+  for (const char* lib : {"CUDA runtime", "cuDNN", "cuBLAS", "NCCL"})
+    EXPECT_NE(v.find(lib), std::string::npos) << v;
+}
+
+}  // namespace
+}  // namespace ddp::backend
