@@ -36,4 +36,4 @@ echo
 on=$(run 2 vgg_small true); off=$(run 2 vgg_small false)
 w_on=$(field "$on" comm_wait_s); w_off=$(field "$off" comm_wait_s)
 printf 'VGG, 2 ranks: all-reduce wait %.3f s blocking, %.3f s overlapped -> %.0f%% hidden behind backward\n' \
-  "$w_off" "$w_on" "$(awk -v a="$w_on" -v b="$w_off" 'BEGIN { print b > 0 ? 100 * (1 - a / b) : 0 }')"
+  "$w_off" "$w_on" "$(awk -v a="$w_on" -v b="$w_off" 'BEGIN { print (b > 0 ? 100 * (1 - a / b) : 0) }')"
