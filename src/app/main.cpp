@@ -13,6 +13,7 @@
 #include "ddp/app/config.hpp"
 #include "ddp/app/config_schema.hpp"
 #include "ddp/app/threads.hpp"
+#include "ddp/backend/cuda_backend.hpp"
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/comm/mpi_comm.hpp"
 #include "ddp/error.hpp"
@@ -31,7 +32,18 @@ struct NullBuffer : std::streambuf {
   int overflow(int c) override { return c; }
 };
 
+// runtime.device = "cuda" must not silently train on the CPU.
+void check_device(const ddp::app::Config& cfg) {
+  if (cfg.runtime.device != "cuda") return;
+  const std::string why = ddp::backend::cuda_unavailable_reason();
+  throw ddp::ConfigError(
+      "runtime.device = \"cuda\": " +
+      (why.empty() ? std::string("the trainer cannot run on the CUDA backend yet; use cpu or auto")
+                   : "no usable GPU: " + why));
+}
+
 int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, std::ostream& out) {
+  check_device(cfg);
   const int threads = ddp::app::configure_threads(cfg.runtime.threads);
   out << "ddp_train " << DDP_VERSION_STRING << ": " << rt.size() << " rank(s), " << threads
       << " thread(s) per rank, device cpu, config "

@@ -18,4 +18,6 @@ expect_error "type.toml:2" --config "$WORK/type.toml"
 expect_error "train.epochs" --config "$SRC/configs/fashion_mnist.toml" --train.epochs abc
 expect_error "/nonexistent/data" --config "$SRC/configs/fashion_mnist.toml" --data.root /nonexistent/data
 expect_error "no_such.toml" --config "$WORK/no_such.toml"
+# Asking for the GPU where there is none (or no CUDA build) is an error, not a silent CPU run.
+expect_error 'runtime.device = "cuda"' --config "$SRC/configs/fashion_mnist.toml" --runtime.device cuda
 pass "errors name file, line and key"
