@@ -1,6 +1,7 @@
 #pragma once
-// Counter-based random numbers: every draw is a pure function of (seed, stream, counter), so results
-// never depend on thread timing, batch composition or world size (see ARCHITECTURE.md, Determinism).
+// Counter-based random numbers: every draw is a pure function of (seed, stream, counter), so
+// results never depend on thread timing, batch composition or world size (see ARCHITECTURE.md,
+// Determinism).
 #include <cstdint>
 
 namespace ddp {
@@ -27,8 +28,8 @@ enum class RngStream : std::uint64_t {
   dropout = 4,
 };
 
-// A small sequential generator seeded from a hash; used where a consumer needs several draws for one
-// key (e.g. one sample's crop offsets and flip).
+// A small sequential generator seeded from a hash; used where a consumer needs several draws for
+// one key (e.g. one sample's crop offsets and flip).
 class CounterRng {
  public:
   constexpr explicit CounterRng(std::uint64_t key) : key_(key) {}
@@ -39,7 +40,8 @@ class CounterRng {
   constexpr double next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
   // Uniform integer in [0, n), n > 0 (Lemire's multiply-shift; bias < 2^-32 for our n).
   constexpr std::uint64_t next_below(std::uint64_t n) {
-    __extension__ using u128 = unsigned __int128;  // __extension__: GCC/Clang builtin, no -Wpedantic
+    __extension__ using u128 =
+        unsigned __int128;  // __extension__: GCC/Clang builtin, no -Wpedantic
     return static_cast<std::uint64_t>((static_cast<u128>(next_u64()) * n) >> 64);
   }
 

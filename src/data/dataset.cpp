@@ -51,8 +51,8 @@ Dataset::Dataset(std::string origin, std::int64_t c, std::int64_t h, std::int64_
   owner_ = std::move(storage);
 }
 
-Dataset::Dataset(std::string origin, std::int64_t n, std::int64_t c, std::int64_t h,
-                 std::int64_t w, int num_classes, std::shared_ptr<const void> owner,
+Dataset::Dataset(std::string origin, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
+                 int num_classes, std::shared_ptr<const void> owner,
                  std::span<const std::uint8_t> pixels, std::span<const std::uint8_t> labels)
     : origin_(std::move(origin)),
       n_(n),

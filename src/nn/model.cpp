@@ -14,7 +14,9 @@ namespace {
 // Each tensor starts on a 64-byte boundary inside the flat buffers (aligned SIMD access; the
 // padding is zero in both buffers and stays zero under every optimizer).
 constexpr std::size_t kAlign = 16;
-std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+std::size_t align_up(std::size_t n) {
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
 
 // Lays out specs back to back, returning the total size and each tensor's offset.
 std::size_t layout(const std::vector<ParamSpec>& specs, std::vector<std::size_t>& offsets) {

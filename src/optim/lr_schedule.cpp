@@ -18,7 +18,9 @@ double cos_anneal(double start, double end, double pct) {
 
 LrSchedule::LrSchedule(const app::ScheduleConfig& cfg, double base_lr, std::int64_t steps_per_epoch,
                        std::int64_t epochs)
-    : cfg_(cfg), base_(base_lr), steps_per_epoch_(std::max<std::int64_t>(1, steps_per_epoch)),
+    : cfg_(cfg),
+      base_(base_lr),
+      steps_per_epoch_(std::max<std::int64_t>(1, steps_per_epoch)),
       total_(std::max<std::int64_t>(1, steps_per_epoch * epochs)) {
   const auto& n = cfg_.name;
   if (n != "constant" && n != "step" && n != "cosine" && n != "onecycle")
@@ -40,8 +42,8 @@ double LrSchedule::at(std::int64_t step) const {
   double lr = base_;
   if (cfg_.name == "step") {
     const auto epoch = step / steps_per_epoch_;
-    lr = base_ * std::pow(cfg_.gamma, static_cast<double>(epoch / std::max<std::int64_t>(
-                                                                      1, cfg_.step_size)));
+    lr = base_ * std::pow(cfg_.gamma,
+                          static_cast<double>(epoch / std::max<std::int64_t>(1, cfg_.step_size)));
   } else if (cfg_.name == "cosine") {
     lr = cos_anneal(base_, cfg_.min_lr, t / static_cast<double>(total_));
   }

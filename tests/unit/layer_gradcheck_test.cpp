@@ -30,8 +30,8 @@ struct Harness {
     std::vector<Tensor> p, g, b;
     std::uint64_t seed = 100;
     for (const auto& s : layer->param_specs()) {
-      params.push_back(random_vector(static_cast<std::size_t>(s.shape.numel()), ++seed, -0.5f,
-                                     0.5f));
+      params.push_back(
+          random_vector(static_cast<std::size_t>(s.shape.numel()), ++seed, -0.5f, 0.5f));
       if (s.init == Init::ones)
         for (auto& v : params.back()) v += 1.0f;
       grads.emplace_back(params.back().size());
@@ -204,8 +204,10 @@ TEST(LayerGradcheck, DropoutTrainingMaskIsFixedPerSample) {
   h.loss(x, r, y);
   int zeros = 0;
   for (float v : y) {
-    if (v == 0.0f) ++zeros;
-    else EXPECT_NEAR(v, 1.0f / 0.7f, 1e-6f);
+    if (v == 0.0f)
+      ++zeros;
+    else
+      EXPECT_NEAR(v, 1.0f / 0.7f, 1e-6f);
   }
   EXPECT_GT(zeros, 35);
   EXPECT_LT(zeros, 85);

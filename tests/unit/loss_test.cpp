@@ -42,7 +42,9 @@ TEST(SoftmaxXent, GradientMatchesFiniteDifferences) {
     std::vector<float> dz(z.size());
     be->softmax_xent(n, k, z.data(), y.data(), smoothing, 0.25f, dz.data());
     ddp::testing::expect_gradient_matches(
-        [&] { return 0.25 * be->softmax_xent(n, k, z.data(), y.data(), smoothing, 1, nullptr).loss_sum; },
+        [&] {
+          return 0.25 * be->softmax_xent(n, k, z.data(), y.data(), smoothing, 1, nullptr).loss_sum;
+        },
         z, dz, "logits", 1e-3f);
   }
 }

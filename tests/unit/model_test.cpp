@@ -1,11 +1,12 @@
 // The model: flat buffers, layer views, initialisation, shape errors, end-to-end gradients.
+#include "ddp/nn/model.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/error.hpp"
-#include "ddp/nn/model.hpp"
 #include "gradcheck_util.hpp"
 
 namespace ddp::nn {
@@ -24,9 +25,14 @@ LayerSpec L(std::string type, std::string name, std::int64_t a = 0, std::int64_t
 }
 
 std::vector<LayerSpec> small_net() {
-  return {L("conv2d", "conv1", 3, 3, 1), L("batchnorm", "bn1"), L("relu", "relu1"),
-          L("maxpool", "pool1", 0, 2),   L("flatten", "flat"),  L("linear", "fc1", 5),
-          L("relu", "relu2"),            L("linear", "fc2", 4)};
+  return {L("conv2d", "conv1", 3, 3, 1),
+          L("batchnorm", "bn1"),
+          L("relu", "relu1"),
+          L("maxpool", "pool1", 0, 2),
+          L("flatten", "flat"),
+          L("linear", "fc1", 5),
+          L("relu", "relu2"),
+          L("linear", "fc2", 4)};
 }
 
 TEST(Model, FlatBuffersAndNamedViews) {
@@ -62,7 +68,8 @@ TEST(Model, InitMatchesPyTorchDefaultsAndIsSeeded) {
       continue;
     }
     if (p.name == "bn1.bias") continue;
-    const double fan_in = p.name.rfind("conv1", 0) == 0 ? 18 : (p.name.rfind("fc1", 0) == 0 ? 27 : 5);
+    const double fan_in =
+        p.name.rfind("conv1", 0) == 0 ? 18 : (p.name.rfind("fc1", 0) == 0 ? 27 : 5);
     const double bound = 1.0 / std::sqrt(fan_in);
     double max_abs = 0;
     for (std::int64_t i = 0; i < p.tensor.numel(); ++i) {

@@ -14,7 +14,8 @@ namespace {
 
 struct Trajectory {
   std::vector<float> w{1.0f, -2.0f, 0.5f};
-  std::vector<std::vector<float>> grads{{0.1f, 0.2f, -0.3f}, {0.3f, -0.1f, 0.0f}, {-0.2f, 0.4f, 0.1f}};
+  std::vector<std::vector<float>> grads{
+      {0.1f, 0.2f, -0.3f}, {0.3f, -0.1f, 0.0f}, {-0.2f, 0.4f, 0.1f}};
 };
 
 std::vector<float> run(const app::OptimConfig& c, double lr) {
@@ -72,8 +73,10 @@ TEST(Optimizer, AdamAndAdamW) {
       for (auto& gr : r.grads) {
         ++t;
         double g = gr[i];
-        if (decoupled) w *= 1 - 0.01 * 0.05;
-        else g += 0.05 * w;
+        if (decoupled)
+          w *= 1 - 0.01 * 0.05;
+        else
+          g += 0.05 * w;
         m = 0.9 * m + 0.1 * g;
         v = 0.999 * v + 0.001 * g * g;
         const double mhat = m / (1 - std::pow(0.9, t));

@@ -31,7 +31,7 @@ struct DataConfig {
   bool prefetch = true;
   // each-reads: every rank reads the files (shared filesystem); broadcast: rank 0 reads them and
   // sends them over MPI, held once per node in MPI shared memory.
-  std::string distribute = "each-reads";          // prepare the next batch on a background thread
+  std::string distribute = "each-reads";  // prepare the next batch on a background thread
 };
 
 struct ModelConfig {
@@ -55,7 +55,8 @@ struct TrainConfig {
   std::int64_t global_batch = 0;  // samples per step over all ranks (0 = batch_size x ranks)
   std::int64_t accumulate = 1;    // micro-batches per optimizer step (gradients synchronised once)
   std::string resume;             // "" (start fresh) | "auto" (newest snapshot in run.dir) | a path
-  std::int64_t keep_last = 3;     // snapshots kept in run.dir (0 = all)  // epochs between test evaluations (the last epoch always)
+  std::int64_t keep_last = 3;     // snapshots kept in run.dir (0 = all)  // epochs between test
+                                  // evaluations (the last epoch always)
 };
 
 struct OptimConfig {

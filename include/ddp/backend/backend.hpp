@@ -1,8 +1,9 @@
 #pragma once
 // The compute backend: the kernels that layers, the loss and the optimizers run. One interface,
-// a CPU implementation on oneDNN and (later) a CUDA one on cuDNN/cuBLAS, side by side (Caffe style).
-// Kernels take raw pointers in the backend's memory space plus the batch size of the call; ops that
-// depend on geometry are objects created once per layer (they cache their primitives per batch size).
+// a CPU implementation on oneDNN and (later) a CUDA one on cuDNN/cuBLAS, side by side (Caffe
+// style). Kernels take raw pointers in the backend's memory space plus the batch size of the call;
+// ops that depend on geometry are objects created once per layer (they cache their primitives per
+// batch size).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -16,14 +17,15 @@ struct ConvGeom {
   std::int64_t c = 0, h = 0, w = 0;  // input
   std::int64_t k = 0, r = 0, s = 0;  // output channels, kernel height/width
   std::int64_t stride = 1, pad = 0;
-  std::int64_t oh = 0, ow = 0;       // output height/width
+  std::int64_t oh = 0, ow = 0;  // output height/width
   bool bias = true;
 };
 
 class ConvOp {
  public:
   virtual ~ConvOp() = default;
-  virtual void forward(std::int64_t n, const float* x, const float* w, const float* b, float* y) = 0;
+  virtual void forward(std::int64_t n, const float* x, const float* w, const float* b,
+                       float* y) = 0;
   // dx may be null (first layer: no input gradient needed). dw/db are overwritten.
   virtual void backward(std::int64_t n, const float* x, const float* w, const float* dy, float* dx,
                         float* dw, float* db) = 0;
@@ -55,7 +57,8 @@ struct LinearGeom {
 class LinearOp {
  public:
   virtual ~LinearOp() = default;
-  virtual void forward(std::int64_t n, const float* x, const float* w, const float* b, float* y) = 0;
+  virtual void forward(std::int64_t n, const float* x, const float* w, const float* b,
+                       float* y) = 0;
   virtual void backward(std::int64_t n, const float* x, const float* w, const float* dy, float* dx,
                         float* dw, float* db) = 0;
 };
@@ -93,16 +96,17 @@ class Backend {
   virtual void relu_forward(std::int64_t count, const float* x, float* y) = 0;
   // dx = dy where y > 0 else 0 (uses the output, so it works in place).
   virtual void relu_backward(std::int64_t count, const float* y, const float* dy, float* dx) = 0;
-  // Inverted dropout: keep with probability 1-p, scale kept values by 1/(1-p). The mask of element j
-  // of sample i is a pure function of (seed, sample_ids[i], j) and is stored in `mask` (count floats).
+  // Inverted dropout: keep with probability 1-p, scale kept values by 1/(1-p). The mask of element
+  // j of sample i is a pure function of (seed, sample_ids[i], j) and is stored in `mask` (count
+  // floats).
   virtual void dropout_forward(std::int64_t n, std::int64_t per_sample, float p, std::uint64_t seed,
                                const std::int64_t* sample_ids, const float* x, float* mask,
                                float* y) = 0;
   virtual void mul(std::int64_t count, const float* a, const float* b, float* y) = 0;
 
   // Softmax cross-entropy over logits [n, classes] with optional label smoothing. Writes
-  // dlogits = d(sum of losses)/dlogits * grad_scale, returns the summed loss (double) and the number
-  // of correct argmax predictions.
+  // dlogits = d(sum of losses)/dlogits * grad_scale, returns the summed loss (double) and the
+  // number of correct argmax predictions.
   struct LossResult {
     double loss_sum = 0.0;
     std::int64_t correct = 0;

@@ -9,11 +9,11 @@
 // "", make_cuda_backend() and the buffers throw ddp::SystemError.
 //
 // Memory. Every float* passed to a CudaBackend op is device memory of the backend's GPU (or CUDA
-// managed memory). Two exceptions accept host or device memory alike: the labels of softmax_xent and
-// the sample_ids of dropout_forward (small integer arrays that come from the data loader). Pageable
-// host arrays are copied (the caller may reuse them once the call returns); pinned host arrays are
-// read in place by the kernels, so, like device memory, they must stay unchanged until the compute
-// stream has passed the call.
+// managed memory). Two exceptions accept host or device memory alike: the labels of softmax_xent
+// and the sample_ids of dropout_forward (small integer arrays that come from the data loader).
+// Pageable host arrays are copied (the caller may reuse them once the call returns); pinned host
+// arrays are read in place by the kernels, so, like device memory, they must stay unchanged until
+// the compute stream has passed the call.
 //
 // Ordering. Ops are asynchronous: they return once enqueued, in order, on the compute stream.
 // softmax_xent returns its sums and so waits for the stream; softmax_xent_accumulate does not.

@@ -40,8 +40,8 @@ struct SnapshotMeta {
 };
 
 // Writes `file` atomically: builds it in memory, writes `<dir>/.<name>.tmp.<pid>`, fsync(file),
-// rename, fsync(dir), so a file with the final name is always complete. A failure (ENOSPC, EACCES, ...)
-// throws SystemError naming `file` and the reason, removes the temporary file and leaves any
+// rename, fsync(dir), so a file with the final name is always complete. A failure (ENOSPC, EACCES,
+// ...) throws SystemError naming `file` and the reason, removes the temporary file and leaves any
 // previous snapshot intact. Throws ConfigError for a layer name HDF5 cannot hold (empty, ".",
 // containing '/'). Host (CPU) tensors only. optimizer_name: "sgd" | "adam" | "adamw", recorded
 // for inspect and for the caller to compare on resume.

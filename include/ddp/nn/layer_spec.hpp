@@ -15,10 +15,10 @@ struct LayerSpec {
   std::int64_t kernel = 0;        // conv2d, maxpool, avgpool
   std::int64_t stride = 0;        // 0 = default (1 for conv, = kernel for pooling)
   std::int64_t padding = 0;
-  bool bias = true;               // conv2d, linear
-  float p = 0.5f;                 // dropout probability
-  float momentum = 0.1f;          // batchnorm running-stat momentum (PyTorch convention)
-  float eps = 1e-5f;              // batchnorm
+  bool bias = true;       // conv2d, linear
+  float p = 0.5f;         // dropout probability
+  float momentum = 0.1f;  // batchnorm running-stat momentum (PyTorch convention)
+  float eps = 1e-5f;      // batchnorm
 };
 
 }  // namespace ddp::nn

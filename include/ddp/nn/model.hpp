@@ -15,10 +15,10 @@
 namespace ddp::nn {
 
 struct NamedTensor {
-  std::string name;     // "conv1.weight"
-  Tensor tensor;        // view into the flat buffer
-  std::size_t offset;   // in floats from the buffer start
-  std::size_t layer;    // index of the owning layer
+  std::string name;    // "conv1.weight"
+  Tensor tensor;       // view into the flat buffer
+  std::size_t offset;  // in floats from the buffer start
+  std::size_t layer;   // index of the owning layer
 };
 
 class Model {

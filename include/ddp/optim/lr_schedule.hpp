@@ -1,5 +1,6 @@
 #pragma once
-// Learning-rate schedules as pure functions of the global step (so a resumed run continues exactly).
+// Learning-rate schedules as pure functions of the global step (so a resumed run continues
+// exactly).
 #include <cstdint>
 
 #include "ddp/app/config.hpp"

@@ -1,5 +1,6 @@
 // Batch normalisation on oneDNN. oneDNN returns the batch mean and biased variance; the running
-// statistics follow PyTorch (momentum update, unbiased variance), which oneDNN does not keep itself.
+// statistics follow PyTorch (momentum update, unbiased variance), which oneDNN does not keep
+// itself.
 #include <map>
 #include <vector>
 
@@ -35,7 +36,8 @@ class BatchNorm final : public BatchNormOp {
                                      {DNNL_ARG_VARIANCE, p.var}});
       stream().wait();
       const std::int64_t count = n * g_.h * g_.w;
-      const float unbias = count > 1 ? static_cast<float>(count) / static_cast<float>(count - 1) : 1;
+      const float unbias =
+          count > 1 ? static_cast<float>(count) / static_cast<float>(count - 1) : 1;
       const float m = g_.momentum;
       for (std::int64_t c = 0; c < g_.c; ++c) {
         running_mean[c] = (1 - m) * running_mean[c] + m * mean_[c];
@@ -102,8 +104,7 @@ class BatchNorm final : public BatchNormOp {
                                                 ss | flags::use_global_stats),
         engine());
     dnnl::batch_normalization_backward::primitive_desc bwd_pd(
-        dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, data, data, g_.eps,
-                                                 ss),
+        dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, data, data, g_.eps, ss),
         engine(), train_pd);
     Prims p{dnnl::batch_normalization_forward(train_pd),
             dnnl::batch_normalization_forward(infer_pd),

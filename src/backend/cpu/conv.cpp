@@ -112,12 +112,11 @@ class Conv final : public ConvOp {
     const dims pad_r{(g_.oh - 1) * g_.stride + g_.r - g_.h - g_.pad,
                      (g_.ow - 1) * g_.stride + g_.s - g_.w - g_.pad};
     const auto alg = dnnl::algorithm::convolution_direct;
-    auto fwd_desc = g_.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                                              alg, src_any, wei_any, bias, dst_any,
-                                                              strides, pad, pad_r)
-                            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                                              alg, src_any, wei_any, dst_any,
-                                                              strides, pad, pad_r);
+    auto fwd_desc =
+        g_.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, src_any,
+                                                  wei_any, bias, dst_any, strides, pad, pad_r)
+                : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, src_any,
+                                                  wei_any, dst_any, strides, pad, pad_r);
     dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, engine());
     // The input gradient of a convolution with very few input channels (the first layer; never
     // needed there) is faster on plain GEMM; otherwise let oneDNN choose.
@@ -127,8 +126,8 @@ class Conv final : public ConvOp {
                                               plain_bwd_d ? wei : wei_any,
                                               plain_bwd_d ? dst : dst_any, strides, pad, pad_r),
         engine(), fwd_pd);
-    auto bw_desc = g_.bias ? dnnl::convolution_backward_weights::desc(
-                                 alg, src_any, wei_any, bias, dst_any, strides, pad, pad_r)
+    auto bw_desc = g_.bias ? dnnl::convolution_backward_weights::desc(alg, src_any, wei_any, bias,
+                                                                      dst_any, strides, pad, pad_r)
                            : dnnl::convolution_backward_weights::desc(alg, src_any, wei_any,
                                                                       dst_any, strides, pad, pad_r);
     dnnl::convolution_backward_weights::primitive_desc bwd_w_pd(bw_desc, engine(), fwd_pd);
@@ -157,6 +156,8 @@ class Conv final : public ConvOp {
 
 }  // namespace
 
-std::unique_ptr<ConvOp> make_conv(const ConvGeom& g) { return std::make_unique<Conv>(g); }
+std::unique_ptr<ConvOp> make_conv(const ConvGeom& g) {
+  return std::make_unique<Conv>(g);
+}
 
 }  // namespace ddp::backend::cpu

@@ -69,12 +69,16 @@ class CpuBackend final : public Backend {
 }  // namespace
 }  // namespace cpu
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<cpu::CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_backend() {
+  return std::make_unique<cpu::CpuBackend>();
+}
 
 void set_compute_threads(int n) {
   if (n > 0) omp_set_num_threads(n);
 }
 
-int compute_threads() { return omp_get_max_threads(); }
+int compute_threads() {
+  return omp_get_max_threads();
+}
 
 }  // namespace ddp::backend

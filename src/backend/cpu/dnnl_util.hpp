@@ -11,13 +11,17 @@ using tag = dnnl::memory::format_tag;
 dnnl::engine& engine();
 dnnl::stream& stream();
 
-inline dnnl::memory::desc md(dnnl::memory::dims dims, tag t) { return {dims, dt::f32, t}; }
+inline dnnl::memory::desc md(dnnl::memory::dims dims, tag t) {
+  return {dims, dt::f32, t};
+}
 
 // A memory object whose handle is set per call: our buffers are owned by tensors and the flat
 // parameter/gradient buffers, not by oneDNN.
 inline dnnl::memory mem(const dnnl::memory::desc& d) {
   return dnnl::memory(d, engine(), DNNL_MEMORY_NONE);
 }
-inline void bind(dnnl::memory& m, const void* p) { m.set_data_handle(const_cast<void*>(p)); }
+inline void bind(dnnl::memory& m, const void* p) {
+  m.set_data_handle(const_cast<void*>(p));
+}
 
 }  // namespace ddp::backend::cpu

@@ -43,9 +43,9 @@ class Linear final : public LinearOp {
     if (dx) {
       bind(p.wei, w);
       bind(p.dsrc, dx);
-      p.bwd_d.execute(stream(), {{DNNL_ARG_DIFF_DST, p.ddst},
-                                 {DNNL_ARG_WEIGHTS, p.wei},
-                                 {DNNL_ARG_DIFF_SRC, p.dsrc}});
+      p.bwd_d.execute(
+          stream(),
+          {{DNNL_ARG_DIFF_DST, p.ddst}, {DNNL_ARG_WEIGHTS, p.wei}, {DNNL_ARG_DIFF_SRC, p.dsrc}});
     }
     stream().wait();
   }
@@ -65,11 +65,10 @@ class Linear final : public LinearOp {
     const auto wei = md({g_.out, g_.in}, tag::oi);
     const auto bias = md({g_.out}, tag::x);
     const auto dst = md({n, g_.out}, tag::nc);
-    auto fwd_desc =
-        g_.bias ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, src, wei,
-                                                    bias, dst)
-                : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, src, wei,
-                                                    dst);
+    auto fwd_desc = g_.bias ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training,
+                                                                src, wei, bias, dst)
+                            : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training,
+                                                                src, wei, dst);
     dnnl::inner_product_forward::primitive_desc fwd_pd(fwd_desc, engine());
     dnnl::inner_product_backward_data::primitive_desc bwd_d_pd(
         dnnl::inner_product_backward_data::desc(src, wei, dst), engine(), fwd_pd);
@@ -96,6 +95,8 @@ class Linear final : public LinearOp {
 
 }  // namespace
 
-std::unique_ptr<LinearOp> make_linear(const LinearGeom& g) { return std::make_unique<Linear>(g); }
+std::unique_ptr<LinearOp> make_linear(const LinearGeom& g) {
+  return std::make_unique<Linear>(g);
+}
 
 }  // namespace ddp::backend::cpu

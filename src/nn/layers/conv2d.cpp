@@ -25,7 +25,6 @@ class Conv2d final : public Layer {
   Tensor w_, b_, dw_, db_;
 };
 
-
 Conv2d::Conv2d(const LayerSpec& spec, backend::Backend& be) : Layer(spec), be_(be) {}
 
 Shape Conv2d::infer(const Shape& in) {

@@ -18,8 +18,7 @@ class Pool final : public Layer {
     g_.kh = g_.kw = spec().kernel;
     g_.stride = spec().stride > 0 ? spec().stride : spec().kernel;
     g_.pad = spec().padding;
-    if (g_.pad * 2 > g_.kh)
-      shape_error(*this, in, "padding must be at most half the kernel size");
+    if (g_.pad * 2 > g_.kh) shape_error(*this, in, "padding must be at most half the kernel size");
     if (g_.h + 2 * g_.pad < g_.kh || g_.w + 2 * g_.pad < g_.kw)
       shape_error(*this, in, "window " + std::to_string(g_.kh) + " is larger than the input");
     g_.oh = pooled_extent(g_.h, g_.kh, g_.stride, g_.pad);
