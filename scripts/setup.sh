@@ -11,6 +11,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libhdf5-dev hdf5-tools
   libcli11-dev libtomlplusplus-dev libdnnl-dev libgtest-dev zlib1g-dev
+  ocl-icd-opencl-dev opencl-c-headers  # Debian's oneDNN CMake package (OpenCL GPU runtime) needs them
   dataset-fashion-mnist
   slurm-wlm munge lmod tcl iproute2 util-linux
 )
