@@ -4,6 +4,7 @@
 //   ddp_train inspect SNAPSHOT                               what a snapshot holds
 //   ddp_train eval --snapshot FILE --config FILE             test-set accuracy of a snapshot
 //   ddp_train diff A.h5 B.h5                                 largest relative weight difference
+//   ddp_train doctor [--config FILE]                         check a launch before training
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "ddp/app/build_info.hpp"
 #include "ddp/app/config.hpp"
 #include "ddp/app/config_schema.hpp"
+#include "ddp/app/doctor.hpp"
 #include "ddp/app/threads.hpp"
 #include "ddp/backend/cuda_backend.hpp"
 #include "ddp/ckpt/snapshot.hpp"
@@ -135,6 +137,21 @@ int main(int argc, char** argv) {
   std::string diff_a, diff_b;
   diff->add_option("a", diff_a, "first snapshot")->required();
   diff->add_option("b", diff_b, "second snapshot")->required();
+  auto* doctor = app.add_subcommand(
+      "doctor",
+      "check the launch: rank table, launcher, GPUs, network, dataset, collectives, all-reduce "
+      "bandwidth (exit 0 only when every check passes)");
+  ddp::app::DoctorOptions doctor_opts;
+  double sweep_max_mb = 64.0;
+  bool no_sweep = false;
+  doctor->add_option("--sweep-max-mb", sweep_max_mb, "largest all-reduce of the sweep (MiB)")
+      ->check(CLI::Range(1e-5, 4096.0))
+      ->capture_default_str();
+  doctor
+      ->add_option("--iters", doctor_opts.sweep_iterations, "timed all-reduces per size (at most)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  doctor->add_flag("--no-sweep", no_sweep, "skip the bandwidth sweep");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -148,6 +165,16 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*diff) return run_diff(diff_a, diff_b, out);
+    if (*doctor) {
+      // The doctor reports a mis-launch as one of its checks instead of refusing to run.
+      const auto cfg = ddp::app::load_config(config_path, overrides);
+      doctor_opts.dataset_configured = !config_path.empty();
+      for (const auto& [key, value] : overrides)
+        if (key.rfind("data.", 0) == 0) doctor_opts.dataset_configured = true;
+      doctor_opts.sweep = !no_sweep;
+      doctor_opts.sweep_max_bytes = static_cast<std::size_t>(sweep_max_mb * 1024 * 1024);
+      return ddp::app::run_doctor(cfg, rt, doctor_opts, out);
+    }
     // srun without PMIx starts N singletons that each think they are rank 0 of 1: stop here.
     ddp::runtime::check_launch_or_throw(rt);
     const auto cfg = ddp::app::load_config(config_path, overrides);

@@ -10,71 +10,28 @@
 #include <unordered_map>
 
 #include "ddp/error.hpp"
+#include "ddp/runtime/gather.hpp"
 #include "ddp/runtime/runtime.hpp"
 
 namespace ddp::runtime {
 namespace {
 
-// RankInfo <-> bytes for the allgather: int32 fields, then length-prefixed strings.
-void put_int(std::string& out, int v) {
-  const auto u = static_cast<std::int32_t>(v);
-  out.append(reinterpret_cast<const char*>(&u), sizeof u);
-}
-void put_str(std::string& out, const std::string& s) {
-  put_int(out, static_cast<int>(s.size()));
-  out += s;
-}
-
-class Reader {
- public:
-  Reader(const char* p, std::size_t n) : p_(p), end_(p + n) {}
-  int get_int() {
-    std::int32_t v = 0;
-    need(sizeof v);
-    std::memcpy(&v, p_, sizeof v);
-    p_ += sizeof v;
-    return v;
-  }
-  std::string get_str() {
-    const auto n = static_cast<std::size_t>(get_int());
-    need(n);
-    std::string s(p_, n);
-    p_ += n;
-    return s;
-  }
-
- private:
-  void need(std::size_t n) const {
-    if (static_cast<std::size_t>(end_ - p_) < n)
-      throw SystemError("rank table: a rank sent a truncated record");
-  }
-  const char* p_;
-  const char* end_;
-};
-
+// RankInfo <-> record for the allgather.
 std::string encode(const RankInfo& r) {
-  std::string out;
-  for (int v : {r.rank, r.size, r.local_rank, r.local_size, r.pid, r.threads}) put_int(out, v);
-  for (const auto* s : {&r.host, &r.device, &r.affinity}) put_str(out, *s);
-  return out;
+  RecordWriter w;
+  for (int v : {r.rank, r.size, r.local_rank, r.local_size, r.pid, r.threads})
+    w.put(std::int64_t{v});
+  for (const auto* s : {&r.host, &r.device, &r.affinity}) w.put(*s);
+  return w.bytes();
 }
 
-RankInfo decode(const char* p, std::size_t n) {
-  Reader in(p, n);
+RankInfo decode(const std::string& bytes) {
+  RecordReader in(bytes);
   RankInfo r;
   for (int* v : {&r.rank, &r.size, &r.local_rank, &r.local_size, &r.pid, &r.threads})
-    *v = in.get_int();
+    *v = static_cast<int>(in.get_int());
   for (auto* s : {&r.host, &r.device, &r.affinity}) *s = in.get_str();
   return r;
-}
-
-void check_mpi(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char msg[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  throw SystemError(std::string(what) +
-                    " failed: " + std::string(msg, static_cast<std::size_t>(len)));
 }
 
 }  // namespace
@@ -152,25 +109,8 @@ RankInfo describe_self(const Runtime& rt, int threads, const std::string& device
 }
 
 std::vector<RankInfo> gather_rank_table(const RankInfo& mine, MPI_Comm comm) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  const std::string bytes = encode(mine);
-  const int len = static_cast<int>(bytes.size());
-  std::vector<int> lens(static_cast<std::size_t>(size)), offsets(lens.size());
-  check_mpi(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm), "MPI_Allgather");
-  int total = 0;
-  for (std::size_t i = 0; i < lens.size(); ++i) {
-    offsets[i] = total;
-    total += lens[i];
-  }
-  std::string all(static_cast<std::size_t>(total), '\0');
-  check_mpi(MPI_Allgatherv(bytes.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(),
-                           MPI_CHAR, comm),
-            "MPI_Allgatherv");
   std::vector<RankInfo> table;
-  table.reserve(lens.size());
-  for (std::size_t i = 0; i < lens.size(); ++i)
-    table.push_back(decode(all.data() + offsets[i], static_cast<std::size_t>(lens[i])));
+  for (const auto& record : allgather_strings(encode(mine), comm)) table.push_back(decode(record));
   return table;
 }
 

@@ -4,6 +4,7 @@
 # would on their own machine, and reaches ws2 through an ssh stand-in (tests/harness/ns_rsh.sh,
 # --mca plm_rsh_agent) that enters ws2's namespace; MPI's control (oob) and data (btl tcp) traffic
 # are pinned to the test's subnet. 1 rank on ws1, 2 on ws2, as with `--host ws1:1,ws2:2`.
+# `ddp_train doctor` there sees both hosts on the shared subnet and passes.
 # The training must equal the single-host `mpirun -np 3`: per-epoch losses to 5 significant digits,
 # the test accuracy, and the weights digest (a sum over 3 ranks whose order is the same algorithm's
 # whether the bytes travel over TCP or shared memory).
@@ -29,6 +30,17 @@ hosts_mpirun --hostfile "$WORK/hostfile" -np 3 sh -c 'echo "rank $OMPI_COMM_WORL
 sort "$WORK/placement.log" | tee "$WORK/placement.sorted"
 diff <(printf 'rank 0 on ws1\nrank 1 on ws2\nrank 2 on ws2\n') "$WORK/placement.sorted" > /dev/null ||
   fail "ranks not placed 1 on ws1 + 2 on ws2"
+
+# doctor across the two hosts: both are on the test's subnet, MPI's TCP transport is pinned to it.
+hosts_mpirun -np 3 --host ws1:1,ws2:2 "$BIN" doctor --config "$SRC/configs/fashion_mnist.toml" \
+  --runtime.threads 1 --sweep-max-mb 1 > "$WORK/doctor.log" 2>&1 ||
+  { cat "$WORK/doctor.log"; fail "doctor across ws1+ws2 failed"; }
+cat "$WORK/doctor.log"
+grep -qF "[PASS] network     2 hosts sharing subnet(s) $net" "$WORK/doctor.log" ||
+  fail "doctor does not report the two hosts on $net"
+grep -qE "^ +ws2: lo 127.0.0.1/8, eth0 $SLC_NET\.[0-9]+/24; NCCL would use eth0; MPI TCP would use eth0" \
+  "$WORK/doctor.log" || fail "doctor does not list ws2's interfaces and choices"
+grep -q "^doctor: all checks passed" "$WORK/doctor.log" || fail "doctor across hosts did not pass"
 
 args=(--config "$SRC/configs/fashion_mnist.toml" --data.train_limit 6000 --data.test_limit 1000
       --train.epochs 2 --train.batch_size 64 --runtime.threads 1 --runtime.device cpu)

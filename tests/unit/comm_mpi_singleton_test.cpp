@@ -6,12 +6,15 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <numeric>
 
 #include "../../src/comm/mpi_check.hpp"
+#include "ddp/comm/collective_check.hpp"
 #include "ddp/comm/mpi_comm.hpp"
 #include "ddp/error.hpp"
+#include "ddp/runtime/gather.hpp"
 #include "ddp/runtime/launch_check.hpp"
 #include "ddp/runtime/rank_info.hpp"
 #include "ddp/runtime/runtime.hpp"
@@ -177,6 +180,82 @@ TEST_F(CommMpiSingleton, MisLaunchedSingletonThrows) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("srun --mpi=pmix"));
   }
+}
+
+// The doctor's collective check on the real MPI (one rank): every result is right.
+TEST_F(CommMpiSingleton, CollectiveCheckPassesOnWorkingMpi) {
+  MpiComm comm(MPI_COMM_WORLD, CommOptions{});
+  EXPECT_EQ(verify_collectives(comm), "");
+}
+
+// A communicator whose float sums come back wrong in one element (a stand-in for a broken
+// transport, which real MPI cannot be made into): the check must say what and where.
+class OffByOneComm final : public Communicator {
+ public:
+  explicit OffByOneComm(Communicator& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  void allreduce_sum(std::span<float> d) override {
+    inner_.allreduce_sum(d);
+    if (d.size() > 17) d[17] += 1.0f;
+  }
+  void allreduce_sum(std::span<double> d) override { inner_.allreduce_sum(d); }
+  void allreduce_sum(std::span<std::int64_t> d) override { inner_.allreduce_sum(d); }
+  void broadcast(std::span<std::byte> d, int root) override { inner_.broadcast(d, root); }
+  void barrier() override { inner_.barrier(); }
+
+ private:
+  Communicator& inner_;
+};
+
+TEST_F(CommMpiSingleton, CollectiveCheckNamesAWrongResult) {
+  MpiComm mpi(MPI_COMM_WORLD, CommOptions{});
+  OffByOneComm comm(mpi);
+  const std::string problems = verify_collectives(comm);
+  EXPECT_THAT(problems, HasSubstr("allreduce float: 1 of 1000003 elements wrong, first at 17"));
+  // The non-blocking path of the default Communicator goes through the same sum: caught too.
+  EXPECT_THAT(problems, HasSubstr("non-blocking allreduce (bucket 1)"));
+  EXPECT_THAT(problems, ::testing::Not(HasSubstr("double")));
+}
+
+TEST_F(CommMpiSingleton, BandwidthSweepTimesEverySize) {
+  MpiComm comm(MPI_COMM_WORLD, CommOptions{});
+  const auto rows = bandwidth_sweep(comm, {8, 4096, 65536}, 3);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].bytes, 8u);
+  EXPECT_EQ(rows[2].bytes, 65536u);
+  for (const auto& r : rows) {
+    EXPECT_GE(r.iterations, 1);
+    EXPECT_LE(r.iterations, 3);
+    EXPECT_GT(r.seconds, 0.0);
+    EXPECT_NEAR(r.algbw, double(r.bytes) / r.seconds / 1e9, 1e-12);
+    EXPECT_EQ(r.busbw, 0.0);  // one rank: nothing crosses a link
+  }
+  const std::string table = format_bandwidth_table(rows);
+  EXPECT_THAT(table, HasSubstr("algbw(GB/s)"));
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 4);
+}
+
+TEST(CollectiveCheck, BusBandwidthAndSweepSizes) {
+  EXPECT_DOUBLE_EQ(allreduce_busbw(3.0, 3), 4.0);  // 3 * 2 * 2 / 3
+  EXPECT_DOUBLE_EQ(allreduce_busbw(1.0, 2), 1.0);
+  EXPECT_DOUBLE_EQ(allreduce_busbw(5.0, 1), 0.0);
+  EXPECT_EQ(sweep_sizes(8, 512, 4), (std::vector<std::size_t>{8, 32, 128, 512}));
+  EXPECT_EQ(sweep_sizes(1, 10, 2), (std::vector<std::size_t>{4, 8}));
+  EXPECT_EQ(sweep_sizes(8, 4, 4), (std::vector<std::size_t>{}));
+}
+
+TEST_F(CommMpiSingleton, GatheredRecordsRoundTrip) {
+  runtime::RecordWriter w;
+  w.put(std::int64_t{-5}).put(2.5).put(std::string("host\0name", 9)).put(std::string());
+  const auto all = runtime::allgather_strings(w.bytes());
+  ASSERT_EQ(all.size(), 1u);
+  runtime::RecordReader in(all[0]);
+  EXPECT_EQ(in.get_int(), -5);
+  EXPECT_EQ(in.get_double(), 2.5);
+  EXPECT_EQ(in.get_str(), std::string("host\0name", 9));
+  EXPECT_EQ(in.get_str(), "");
+  EXPECT_THROW(in.get_int(), ddp::SystemError);  // nothing left: truncated
 }
 
 }  // namespace
