@@ -41,7 +41,12 @@ int fsync_path(const std::filesystem::path& p) {
 
 std::filesystem::path temp_path_for(const std::filesystem::path& file) {
   const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
-  return dir / ("." + file.filename().string() + ".tmp." + std::to_string(::getpid()));
+  // Appended piecewise: `"." + std::string&&` trips a GCC 12 -Wrestrict false positive.
+  std::string name = ".";
+  name += file.filename().string();
+  name += ".tmp.";
+  name += std::to_string(::getpid());
+  return dir / name;
 }
 
 bool is_temp_name(const std::string& name, long* pid) {

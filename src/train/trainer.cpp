@@ -236,14 +236,29 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
     if (step % 10 == 0 || step == steps_per_epoch_)
       bar.update(step, seen > 0 ? loss_sum / static_cast<double>(seen) : 0.0,
                  static_cast<double>(global_seen) / seconds_since(t0));
-    // All ranks agree at every step boundary whether any of them was asked to stop.
-    std::int64_t stop = runtime::stop_requested() ? 1 : 0;
-    if (comm_.size() > 1) comm_.allreduce_sum(std::span<std::int64_t>(&stop, 1));
-    if (stop > 0 && step < steps_per_epoch_) {
+    // All ranks agree whether any of them was asked to stop, one step late: the flags of step k
+    // are summed while step k+1 computes, so agreeing costs no synchronisation point of its own
+    // (a blocking all-reduce here made every step wait for the slowest rank twice).
+    if (comm_.size() == 1) {
+      stop_flag_ = runtime::stop_requested() ? 1.0f : 0.0f;
+    } else {
+      if (!stop_request_.empty()) comm_.wait(stop_request_);  // started a step ago
+      const float agreed = stop_flag_;
+      stop_flag_ = runtime::stop_requested() ? 1.0f : 0.0f;
+      if (agreed > 0.0f && step < steps_per_epoch_) {
+        stopped = true;
+        break;
+      }
+      stop_request_ = comm_.iallreduce_sum(std::span<float>(&stop_flag_, 1));
+      continue;
+    }
+    if (stop_flag_ > 0.0f && step < steps_per_epoch_) {
       stopped = true;
       break;
     }
   }
+  if (!stop_request_.empty()) comm_.wait(stop_request_);
+  stop_flag_ = 0.0f;
   const double train_s = seconds_since(t0);
   bar.clear();
 

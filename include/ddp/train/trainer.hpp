@@ -80,6 +80,10 @@ class Trainer {
   std::int64_t global_step_ = 0;
   std::int64_t samples_seen_ = 0;
   double blocking_wait_s_ = 0.0;  // all-reduce time without overlap (comm.overlap = false)
+  // The stop flag being summed over the ranks during the next step (see train_epoch). A member:
+  // the buffer of a non-blocking all-reduce must outlive it.
+  float stop_flag_ = 0.0f;
+  comm::Request stop_request_;
   std::int64_t start_epoch_ = 0, start_step_ = 0;  // where a resumed run continues
   std::string history_;                            // metrics.jsonl lines so far
   Tensor dlogits_;
