@@ -14,7 +14,13 @@ constexpr std::int64_t kParallelMin = 1 << 16;
 
 void relu_forward(std::int64_t count, const float* x, float* y) {
 #pragma omp parallel for simd if (count >= kParallelMin) schedule(static)
-  for (std::int64_t i = 0; i < count; ++i) y[i] = std::max(x[i], 0.0f);
+  // A select on a loaded value, not std::max (which returns a reference): GCC 12 compiled that to a
+  // scalar branch, which mispredicts on half the activations (5.7 ms instead of 0.7 ms for LeNet's
+  // conv1 output). NaN stays NaN, as with std::max(x, 0).
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float v = x[i];
+    y[i] = v < 0.0f ? 0.0f : v;
+  }
 }
 
 void relu_backward(std::int64_t count, const float* y, const float* dy, float* dx) {
