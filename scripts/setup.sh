@@ -43,8 +43,15 @@ if ! dpkg-query -W -f='${Status}' environment-modules 2>/dev/null | grep -q "ins
 fi
 
 [ "${DDP_SETUP_NO_BUILD:-0}" = 1 ] && exit 0
-# The CUDA backend is opt-in here (CMAKE_ARGS=-DDDP_CUDA=ON or AUTO): a CUDA build needs the CUDA
-# runtime libraries even for CPU runs.
-cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDDP_CUDA=OFF ${CMAKE_ARGS:-} >/dev/null
+# The CUDA backend is built when the toolkit, cuDNN and NCCL are found (DDP_CUDA=AUTO; the CMake
+# output says what is missing otherwise); CMAKE_ARGS=-DDDP_CUDA=ON insists, -DDDP_CUDA=OFF skips it.
+# A binary with it runs on machines without a GPU (it trains on the CPU there).
+mkdir -p "$build_dir"
+if ! cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDDP_CUDA=AUTO ${CMAKE_ARGS:-} \
+  > "$build_dir/configure.log" 2>&1; then
+  cat "$build_dir/configure.log" >&2
+  exit 1
+fi
+grep "ddp_train:" "$build_dir/configure.log" || true
 cmake --build "$build_dir" -j "$(nproc)"
 echo "setup: built $build_dir/ddp_train"
