@@ -32,4 +32,20 @@ done
 slc_exec srun --mpi=pmix -N2 -n2 --chdir="$WORK" "${train[@]}" --run-dir "$WORK/pmix" > "$WORK/pmix.log" 2>&1 ||
   { cat "$WORK/pmix.log"; fail "srun --mpi=pmix failed on the same cluster"; }
 grep -q '^ddp_train .*: 2 rank(s)' "$WORK/pmix.log" || fail "srun --mpi=pmix did not give one job of 2 ranks"
-pass "srun --mpi=none and --mpi=pmi2 are refused with advice to use --mpi=pmix; --mpi=pmix trains"
+# `ddp_train doctor` under srun: 3 ranks over the two nodes pass every check and see the cluster's
+# subnet; the same without PMIx is refused like the training.
+slc_exec srun --mpi=pmix -N2 -n3 --chdir="$WORK" "$BIN" doctor --config "$SRC/configs/fashion_mnist.toml" \
+  --runtime.threads 1 --sweep-max-mb 1 > "$WORK/doctor.log" 2>&1 ||
+  { cat "$WORK/doctor.log"; fail "srun --mpi=pmix ddp_train doctor failed on a healthy cluster"; }
+cat "$WORK/doctor.log"
+grep -q '^\[PASS\] launch      3 rank(s) on 2 host(s)' "$WORK/doctor.log" || fail "doctor under srun: launch check"
+grep -qF "[PASS] network     2 hosts sharing subnet(s) $SLC_NET.0/24" "$WORK/doctor.log" ||
+  fail "doctor under srun does not see both nodes on $SLC_NET.0/24"
+grep -q '^doctor: all checks passed' "$WORK/doctor.log" || fail "doctor under srun did not pass"
+set +e
+slc_exec timeout 120 srun --mpi=none -N2 -n2 --chdir="$WORK" "$BIN" doctor --no-sweep > "$WORK/doctor_none.log" 2>&1
+rc=$?
+set -e
+[ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q -- '--mpi=pmix' "$WORK/doctor_none.log" ||
+  { cat "$WORK/doctor_none.log"; fail "srun --mpi=none ddp_train doctor: exit $rc without the --mpi=pmix advice"; }
+pass "srun --mpi=none and --mpi=pmi2 are refused with advice to use --mpi=pmix; --mpi=pmix trains; doctor passes under srun over 2 nodes"
