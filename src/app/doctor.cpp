@@ -2,9 +2,11 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "ddp/comm/collective_check.hpp"
 #include "ddp/comm/comm_options.hpp"
 #include "ddp/comm/mpi_comm.hpp"
+#include "ddp/comm/nccl_comm.hpp"
 #include "ddp/data/readers.hpp"
 #include "ddp/error.hpp"
 #include "ddp/runtime/gather.hpp"
@@ -404,8 +407,35 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
   std::vector<runtime::RankInfo> table;
   for (const auto& r : all) table.push_back(r.info);
   out << "\n" << runtime::format_rank_table(table) << "\nchecks\n";
-  const std::vector<Check> checks = {judge_launch(all, rt), judge_devices(all), judge_network(all),
-                                     judge_dataset(all, cfg, options), judge_collectives(all)};
+  std::vector<Check> checks = {judge_launch(all, rt), judge_devices(all), judge_network(all),
+                               judge_dataset(all, cfg, options), judge_collectives(all)};
+  // A GPU job exchanges its gradients over NCCL: check that data plane too when every rank has a
+  // GPU of its own (the devices check passed, which every rank knows from the same reports).
+  std::unique_ptr<comm::NcclComm> nccl;
+  if (checks[1].verdict == Verdict::pass) {
+    std::string err;
+    try {
+      comm::NcclCommOptions nopts;
+      nopts.comm = comm::comm_options_from_env(cfg.comm.timeout_s);
+      nccl = std::make_unique<comm::NcclComm>(MPI_COMM_WORLD, static_cast<int>(me.device_index),
+                                              nullptr, nopts);
+      err = comm::verify_collectives(*nccl);
+    } catch (const Error& e) {
+      err = e.what();
+    }
+    std::map<std::string, std::vector<int>> errors;
+    const auto errs = runtime::allgather_strings(err);
+    for (std::size_t r = 0; r < errs.size(); ++r)
+      if (!errs[r].empty()) errors[errs[r]].push_back(static_cast<int>(r));
+    Check c{"nccl", errors.empty() ? Verdict::pass : Verdict::fail, {}};
+    c.lines.push_back(errors.empty()
+                          ? comm::nccl_version() + ": the same collectives exact on all " +
+                                std::to_string(all.size()) + " GPU(s)"
+                          : comm::nccl_version() + ": wrong results or errors");
+    for (const auto& l : by_ranks(all, errors)) c.lines.push_back(l);
+    checks.push_back(c);
+    if (!errors.empty()) nccl.reset();
+  }
   int failed = 0;
   for (const auto& c : checks) {
     char head[32];
@@ -421,6 +451,18 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
     out << "\nall-reduce bandwidth (float sum over MPI, " << rt.size()
         << " rank(s); busbw = algbw * 2(n-1)/n)\n"
         << comm::format_bandwidth_table(rows);
+    if (nccl) {
+      // Device buffers: NCCL reduces them in place, as it does the gradient buckets.
+      const std::size_t bytes =
+          std::max(sizes.empty() ? std::size_t{4} : sizes.back(), sizeof(float));
+      backend::DeviceBuffer buffer(static_cast<int>(me.device_index), bytes);
+      const auto gpu_rows =
+          comm::bandwidth_sweep(*nccl, sizes, options.sweep_iterations,
+                                std::span<float>(buffer.floats(), bytes / sizeof(float)));
+      out << "\nall-reduce bandwidth (float sum over " << comm::nccl_version()
+          << ", device buffers, " << rt.size() << " GPU(s); busbw = algbw * 2(n-1)/n)\n"
+          << comm::format_bandwidth_table(gpu_rows);
+    }
   } else if (options.sweep) {
     out << "\nall-reduce bandwidth: not measured (a check failed)\n";
   }

@@ -132,20 +132,24 @@ std::vector<std::size_t> sweep_sizes(std::size_t min_bytes, std::size_t max_byte
 }
 
 std::vector<BandwidthRow> bandwidth_sweep(Communicator& comm, const std::vector<std::size_t>& sizes,
-                                          int iterations) {
+                                          int iterations, std::span<float> buffer) {
   std::vector<BandwidthRow> rows;
+  std::vector<float> host;
   for (const std::size_t bytes : sizes) {
-    std::vector<float> buf(std::max<std::size_t>(1, bytes / sizeof(float)), 0.0f);
+    const std::size_t count = std::max<std::size_t>(1, bytes / sizeof(float));
+    if (buffer.empty() && host.size() < count) host.assign(count, 0.0f);
+    const std::span<float> pool = buffer.empty() ? std::span<float>(host) : buffer;
+    const std::span<float> buf = pool.first(std::min(count, pool.size()));
     // Warm-up (connections, registration), which also sizes the timed loop: about a second at
     // most per size, the same count on every rank (the slowest rank's estimate).
     double t0 = now();
-    for (int i = 0; i < 2; ++i) comm.allreduce_sum(std::span<float>(buf));
+    for (int i = 0; i < 2; ++i) comm.allreduce_sum(buf);
     const double est = max_over_ranks(comm, (now() - t0) / 2.0);
     const double fit = est > 0 ? 1.0 / est : double(iterations);
     const int iters = static_cast<int>(std::clamp(fit, 1.0, double(std::max(1, iterations))));
     comm.barrier();
     t0 = now();
-    for (int i = 0; i < iters; ++i) comm.allreduce_sum(std::span<float>(buf));
+    for (int i = 0; i < iters; ++i) comm.allreduce_sum(buf);
     const double seconds = max_over_ranks(comm, (now() - t0) / iters);
     BandwidthRow row;
     row.bytes = buf.size() * sizeof(float);

@@ -3,7 +3,9 @@
 // mpirun or alone. It prints the rank table, then one verdict per check — launch (MPI's view vs.
 // the launcher's), devices (GPU per rank, no GPU shared or oversubscribed), network (interfaces
 // per host, which ones MPI and NCCL would use), dataset (readable on every rank that needs it,
-// and the same copy everywhere), collectives (exact results) — and an all-reduce bandwidth sweep.
+// and the same copy everywhere), collectives (exact results), and, when every rank has a GPU of its
+// own, nccl (the same collectives through NcclComm) — and all-reduce bandwidth sweeps (MPI; NCCL on
+// device buffers with GPUs).
 #include <cstddef>
 #include <ostream>
 

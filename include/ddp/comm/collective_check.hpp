@@ -2,6 +2,7 @@
 // What `doctor` asks of a communicator before anyone trusts it with a training run: do its
 // collectives compute the right answer, and how fast is its all-reduce at each message size.
 #include <cstddef>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,9 +35,10 @@ std::vector<std::size_t> sweep_sizes(std::size_t min_bytes, std::size_t max_byte
 
 // Times float all-reduces (sum) of each size: a few warm-ups, then `iterations` timed ones, or
 // fewer for large messages so that one size takes about a second at most. The time is the
-// slowest rank's. Collective; every rank gets the same rows.
+// slowest rank's. Collective; every rank gets the same rows. The messages live in `buffer` when it
+// is given (device memory for NcclComm; it must hold the largest size), else in host memory.
 std::vector<BandwidthRow> bandwidth_sweep(Communicator& comm, const std::vector<std::size_t>& sizes,
-                                          int iterations);
+                                          int iterations, std::span<float> buffer = {});
 
 // The rows as a table like nccl-tests prints:
 //        size    count  iters   time(us)  algbw(GB/s)  busbw(GB/s)
