@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """PyTorch 1.13 DDP on gloo with 2 processes, 1 thread each, 256 samples per rank per step, the same
 LeNet and VGG-style nets as ddp_train, synthetic CIFAR-shaped data: images/s over all ranks.
-Run with Debian's python3-torch: /usr/bin/python3 bench/torch_ddp.py [--steps 40]."""
+Run with Debian's python3-torch (and libopenblas0): /usr/bin/python3 bench/torch_ddp.py [--steps 40]
+[--model lenet|vgg|all]. bench/ddp_scaling.sh runs it alternately with ddp_train."""
 import argparse, os, time
 import torch, torch.nn as nn, torch.distributed as dist, torch.multiprocessing as mp
 
@@ -44,10 +45,11 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--world", type=int, default=2)
+    ap.add_argument("--model", choices=("lenet", "vgg", "all"), default="all")
     a = ap.parse_args()
     print(f"command: /usr/bin/python3 bench/torch_ddp.py --steps {a.steps} --world {a.world} (torch {torch.__version__})")
     ctx = mp.get_context("spawn")
-    for name in ("lenet", "vgg"):
+    for name in ("lenet", "vgg") if a.model == "all" else (a.model,):
         q = ctx.Queue()
         mp.spawn(worker, args=(a.world, name, a.steps, q), nprocs=a.world, join=True)
         print(f"{name:8s} PyTorch DDP gloo, {a.world} processes x 1 thread: {q.get():10.0f} img/s")
