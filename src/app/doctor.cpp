@@ -53,9 +53,7 @@ struct RankReport {
 
   std::string encode() const {
     RecordWriter w;
-    for (int v : {info.rank, info.size, info.local_rank, info.local_size, info.pid, info.threads})
-      w.put(std::int64_t{v});
-    w.put(info.host).put(info.device).put(info.affinity);
+    runtime::write_rank_info(w, info);
     for (const auto* list : {&launch_errors, &launch_warnings}) {
       w.put(static_cast<std::int64_t>(list->size()));
       for (const auto& s : *list) w.put(s);
@@ -77,12 +75,7 @@ struct RankReport {
   static RankReport decode(const std::string& bytes) {
     RecordReader in(bytes);
     RankReport r;
-    for (int* v : {&r.info.rank, &r.info.size, &r.info.local_rank, &r.info.local_size, &r.info.pid,
-                   &r.info.threads})
-      *v = static_cast<int>(in.get_int());
-    r.info.host = in.get_str();
-    r.info.device = in.get_str();
-    r.info.affinity = in.get_str();
+    r.info = runtime::read_rank_info(in);
     for (auto* list : {&r.launch_errors, &r.launch_warnings}) {
       const auto n = in.get_int();
       for (std::int64_t k = 0; k < n; ++k) list->push_back(in.get_str());

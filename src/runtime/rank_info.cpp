@@ -14,27 +14,7 @@
 #include "ddp/runtime/runtime.hpp"
 
 namespace ddp::runtime {
-namespace {
-
-// RankInfo <-> record for the allgather.
-std::string encode(const RankInfo& r) {
-  RecordWriter w;
-  for (int v : {r.rank, r.size, r.local_rank, r.local_size, r.pid, r.threads})
-    w.put(std::int64_t{v});
-  for (const auto* s : {&r.host, &r.device, &r.affinity}) w.put(*s);
-  return w.bytes();
-}
-
-RankInfo decode(const std::string& bytes) {
-  RecordReader in(bytes);
-  RankInfo r;
-  for (int* v : {&r.rank, &r.size, &r.local_rank, &r.local_size, &r.pid, &r.threads})
-    *v = static_cast<int>(in.get_int());
-  for (auto* s : {&r.host, &r.device, &r.affinity}) *s = in.get_str();
-  return r;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 unsigned long long host_hash(const std::string& host) {
   unsigned long long h = 14695981039346656037ull;
@@ -108,9 +88,30 @@ RankInfo describe_self(const Runtime& rt, int threads, const std::string& device
   return r;
 }
 
+void write_rank_info(RecordWriter& w, const RankInfo& r) {
+  for (int v : {r.rank, r.size, r.local_rank, r.local_size, r.pid, r.threads})
+    w.put(std::int64_t{v});
+  w.put(r.host).put(r.device).put(r.affinity);
+}
+
+RankInfo read_rank_info(RecordReader& in) {
+  RankInfo r;
+  for (int* v : {&r.rank, &r.size, &r.local_rank, &r.local_size, &r.pid, &r.threads})
+    *v = static_cast<int>(in.get_int());
+  r.host = in.get_str();
+  r.device = in.get_str();
+  r.affinity = in.get_str();
+  return r;
+}
+
 std::vector<RankInfo> gather_rank_table(const RankInfo& mine, MPI_Comm comm) {
+  RecordWriter w;
+  write_rank_info(w, mine);
   std::vector<RankInfo> table;
-  for (const auto& record : allgather_strings(encode(mine), comm)) table.push_back(decode(record));
+  for (const auto& record : allgather_strings(w.bytes(), comm)) {
+    RecordReader in(record);
+    table.push_back(read_rank_info(in));
+  }
   return table;
 }
 

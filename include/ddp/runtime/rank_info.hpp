@@ -43,6 +43,12 @@ std::vector<int> affinity_cpus();
 // caller, which chose them).
 RankInfo describe_self(const Runtime& rt, int threads, const std::string& device);
 
+class RecordWriter;
+class RecordReader;
+// A row as part of a gathered record (gather.hpp), for callers that send more than the row.
+void write_rank_info(RecordWriter& w, const RankInfo& r);
+RankInfo read_rank_info(RecordReader& in);
+
 // Every rank's row, on every rank (MPI_Allgatherv over `comm`; collective). Index = rank.
 std::vector<RankInfo> gather_rank_table(const RankInfo& mine, MPI_Comm comm = MPI_COMM_WORLD);
 // Convenience: describe_self + gather_rank_table over MPI_COMM_WORLD.
