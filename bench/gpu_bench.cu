@@ -30,13 +30,16 @@
 #include <string>
 #include <vector>
 
-#include "../src/backend/cuda/op_net.hpp"
+#include "ddp/app/config.hpp"
 #include "ddp/backend/cuda_backend.hpp"
 #include "ddp/backend/device_assign.hpp"
 #include "ddp/comm/nccl_comm.hpp"
 #include "ddp/error.hpp"
+#include "ddp/nn/model.hpp"
+#include "ddp/optim/optimizer.hpp"
 #include "ddp/rng.hpp"
 #include "ddp/runtime/rank_info.hpp"
+#include "ddp/sync/gradient_sync.hpp"
 
 namespace {
 
@@ -44,7 +47,6 @@ using Clock = std::chrono::steady_clock;
 using ddp::backend::CudaBackend;
 using ddp::backend::DeviceBuffer;
 using ddp::backend::PinnedBuffer;
-namespace opnet = ddp::backend::opnet;
 
 constexpr int kSkip = 77;
 
@@ -124,35 +126,6 @@ void cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw ddp::SystemError(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-// A bucket: a contiguous range of the flat gradient buffer, complete when layer `lowest` is done.
-struct Bucket {
-  std::size_t begin = 0, end = 0, lowest = 0;
-};
-
-std::vector<Bucket> plan_buckets(const opnet::Net& net, double cap_mb, double first_mb) {
-  std::vector<Bucket> out;
-  Bucket cur;
-  bool open = false;
-  for (std::size_t i = net.num_layers(); i-- > 0;) {
-    const auto [b, e] = net.grad_range(i);
-    if (e == b) continue;
-    const double cap = (out.empty() ? first_mb : cap_mb) * 1024 * 1024;
-    if (open && static_cast<double>((cur.end - b) * sizeof(float)) > cap) {
-      out.push_back(cur);
-      open = false;
-    }
-    if (!open) {
-      cur = Bucket{b, e, i};
-      open = true;
-    } else {
-      cur.begin = b;
-      cur.lowest = i;
-    }
-  }
-  if (open) out.push_back(cur);
-  return out;
-}
-
 struct StepEvents {
   cudaEvent_t start = nullptr, backward_done = nullptr, comm_done = nullptr, end = nullptr;
 };
@@ -169,14 +142,21 @@ struct Result {
 
 Result run_model(const std::string& model, const Options& o, CudaBackend& be,
                  ddp::comm::NcclComm* comm, int ranks) {
-  const std::vector<opnet::LayerDesc> layers =
-      model == "lenet" ? opnet::lenet() : opnet::vgg_small(model == "vgg_bn");
+  // The trainer's model, buckets and optimizer (nn::Model in device memory, sync::GradientSync).
+  const auto layers = ddp::app::preset_layers(model == "lenet"    ? "lenet"
+                                              : model == "vgg_bn" ? "vgg_small_bn"
+                                                                  : "vgg_small");
   const std::int64_t n = o.batch, classes = 10;
+  const ddp::Shape input{3, 32, 32};
   const std::size_t sample = 3 * 32 * 32, xn = static_cast<std::size_t>(n) * sample;
-  opnet::CudaMemory mem(be);
-  opnet::Net net(be, mem, layers, 3, 32, 32, classes, n);
-  net.init(1);
-  const auto buckets = plan_buckets(net, o.bucket_mb, o.first_bucket_mb);
+  ddp::nn::Model net(layers, input, classes, be);
+  net.init_parameters(1);
+  net.reserve(n);
+  const auto mib = [](double m) { return static_cast<std::size_t>(m * 1024 * 1024); };
+  std::unique_ptr<ddp::sync::GradientSync> sync;
+  if (comm)
+    sync = std::make_unique<ddp::sync::GradientSync>(net, *comm, mib(o.bucket_mb),
+                                                     mib(o.first_bucket_mb));
 
   // Two pinned host batches and two device slots (double-buffered uploads), labels pinned.
   const int dev = be.device_index();
@@ -196,10 +176,10 @@ Result run_model(const std::string& model, const Options& o, CudaBackend& be,
     labels.as<std::int32_t>()[i] =
         static_cast<std::int32_t>(lrng.next_below(static_cast<std::uint64_t>(classes)));
   for (int s = 0; s < 2; ++s) be.to_device(host_x[s].data(), dev_x[s].data(), xn * sizeof(float));
-  float* dlogits = mem.alloc(static_cast<std::size_t>(n * classes));
-  float* momentum = mem.alloc(net.param_count());
-  ddp::backend::Backend::SgdHyper h;
-  h.lr = 0.01f, h.momentum = 0.9f;
+  const ddp::Tensor dlogits = be.alloc(ddp::Shape{n, classes});
+  ddp::app::OptimConfig oc;
+  oc.momentum = 0.9;
+  auto opt = ddp::optim::Optimizer::create(oc, be, net.params().size());
   const float grad_scale = 1.0f / static_cast<float>(n * ranks);  // the global mean
   auto stream = static_cast<cudaStream_t>(be.compute_stream());
 
@@ -212,31 +192,29 @@ Result run_model(const std::string& model, const Options& o, CudaBackend& be,
       be.copy_waits_for_compute();     // dev_x[1 - slot] was last read by step k - 1
       be.upload_async(host_x[1 - slot].data(), dev_x[1 - slot].data(), xn * sizeof(float));
     }
-    const float* logits = net.forward(dev_x[slot].floats(), n, true);
-    be.softmax_xent_accumulate(n, classes, logits, labels.as<std::int32_t>(), 0.0f, grad_scale,
-                               dlogits);
-    std::vector<ddp::comm::Request> reqs(buckets.size());
-    std::size_t next = 0;
-    net.backward(dlogits, [&](std::size_t layer) {
-      while (comm && next < buckets.size() && buckets[next].lowest == layer) {
-        const Bucket& b = buckets[next];
-        reqs[next] = comm->iallreduce_sum(std::span<float>(net.grads() + b.begin, b.end - b.begin));
-        ++next;
-      }
-    });
+    const ddp::Tensor x =
+        ddp::Tensor::view(dev_x[slot].floats(), input.with_batch(n), ddp::Device::cuda);
+    const ddp::Tensor& logits =
+        net.forward(x, ddp::nn::StepContext{ddp::nn::Mode::train, 0, nullptr});
+    be.softmax_xent_accumulate(n, classes, logits.data(), labels.as<std::int32_t>(), 0.0f,
+                               grad_scale, dlogits.data());
+    if (sync) {
+      sync->begin();
+      net.backward(dlogits, [&](std::size_t layer) { sync->on_layer_done(layer); });
+    } else {
+      net.backward(dlogits);
+    }
     if (ev) cuda_check(cudaEventRecord(ev->backward_done, stream), "cudaEventRecord");
-    if (comm)
-      for (auto& r : reqs) comm->wait(r);
+    if (sync) sync->finish();
     if (ev) cuda_check(cudaEventRecord(ev->comm_done, stream), "cudaEventRecord");
-    be.sgd_step(static_cast<std::int64_t>(net.param_count()), h, net.params(), net.grads(),
-                momentum);
+    opt->step(net.params(), net.grads(), 0.01);
     if (ev) cuda_check(cudaEventRecord(ev->end, stream), "cudaEventRecord");
   };
 
   Result r;
   r.model = model;
-  r.params = net.param_count();
-  r.buckets = comm ? buckets.size() : 0;
+  r.params = static_cast<std::size_t>(net.num_parameters());
+  r.buckets = sync ? sync->buckets().size() : 0;
   r.flops = net.forward_flops();
   // Warm-up: plans (algorithm choice), workspace, NCCL connections, clocks.
   for (int k = 0; k < std::max(o.warmup, 1); ++k) step(k, nullptr);

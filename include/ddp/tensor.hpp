@@ -1,6 +1,7 @@
 #pragma once
 // A minimal float32 tensor: a shape, a device and a pointer that either owns its storage or views
-// someone else's (the flat parameter/gradient buffers). Nothing clever, on purpose.
+// someone else's (the flat parameter/gradient buffers). Nothing clever, on purpose. A tensor whose
+// device is cuda holds device memory: only backend ops and Backend::upload/download touch it.
 #include <cstdint>
 #include <memory>
 
@@ -16,6 +17,16 @@ class Tensor {
 
   // Owning, 64-byte aligned, zero-filled host tensor.
   static Tensor zeros(Shape shape);
+  // Owning tensor over storage allocated elsewhere (a backend's device memory): `storage` keeps
+  // it alive and frees it with its own deleter.
+  static Tensor adopt(std::shared_ptr<float[]> storage, Shape shape, Device device) {
+    Tensor t;
+    t.data_ = storage.get();
+    t.storage_ = std::move(storage);
+    t.shape_ = std::move(shape);
+    t.device_ = device;
+    return t;
+  }
   // Non-owning view of memory owned elsewhere.
   static Tensor view(float* data, Shape shape, Device device = Device::cpu) {
     Tensor t;

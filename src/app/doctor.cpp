@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ddp/app/compute.hpp"
 #include "ddp/app/threads.hpp"
 #include "ddp/backend/cuda_backend.hpp"
 #include "ddp/backend/device_assign.hpp"
@@ -106,43 +107,16 @@ struct RankReport {
   }
 };
 
-// The GPU this rank would train on, or why none. Ranks on each host come from the host names.
+// The GPU this rank would train on, or why none (as training chooses it).
 void examine_device(const Config& cfg, const runtime::Runtime& rt,
                     const std::vector<std::string>& hosts, RankReport& me) {
-  const std::string& mode = cfg.runtime.device;
-  me.info.device = "cpu";
-  if (mode == "cpu") {
-    me.device_note = "runtime.device = cpu";
-    return;
-  }
-  const int visible = backend::cuda_device_count();
-  if (visible == 0) {
-    const std::string why = backend::cuda_unavailable_reason();
-    if (mode == "cuda")
-      me.device_error = "runtime.device = cuda, but no usable GPU: " + why;
-    else
-      me.device_note = "no GPU (" + why + "): trains on the CPU";
-    return;
-  }
-  backend::DeviceRequest req;
-  req.host = rt.host();
-  req.rank = rt.rank();
-  req.local_rank = rt.local_rank();
-  req.local_size = rt.local_size();
-  for (std::size_t r = 0; r < hosts.size(); ++r)
-    if (hosts[r] == rt.host()) req.host_ranks.push_back(static_cast<int>(r));
-  req.visible_devices = visible;
-  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) req.cuda_visible_devices = v;
-  try {
-    const int d = backend::assign_device(req);
-    const auto info = backend::cuda_device_info(d);
-    me.device_index = d;
-    me.device_uuid = info.uuid;
-    me.device_name = info.name;
-    me.info.device = backend::cuda_device_string(d);
-  } catch (const Error& e) {
-    me.device_error = e.what();
-  }
+  const DeviceChoice c = choose_device(cfg.runtime.device, rt, hosts);
+  me.info.device = c.device_string();
+  me.device_error = c.error;
+  me.device_note = c.note;
+  me.device_index = c.index;
+  me.device_uuid = c.uuid;
+  me.device_name = c.name;
 }
 
 std::string crc_hex(const data::Dataset& a, const data::Dataset& b) {

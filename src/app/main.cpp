@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "ddp/app/build_info.hpp"
+#include "ddp/app/compute.hpp"
 #include "ddp/app/config.hpp"
 #include "ddp/app/config_schema.hpp"
 #include "ddp/app/doctor.hpp"
@@ -34,27 +35,22 @@ struct NullBuffer : std::streambuf {
   int overflow(int c) override { return c; }
 };
 
-// runtime.device = "cuda" must not silently train on the CPU.
-void check_device(const ddp::app::Config& cfg) {
-  if (cfg.runtime.device != "cuda") return;
-  const std::string why = ddp::backend::cuda_unavailable_reason();
-  throw ddp::ConfigError(
-      "runtime.device = \"cuda\": " +
-      (why.empty() ? std::string("the trainer cannot run on the CUDA backend yet; use cpu or auto")
-                   : "no usable GPU: " + why));
-}
-
 int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, std::ostream& out) {
-  check_device(cfg);
   const int threads = ddp::app::configure_threads(cfg.runtime.threads);
+  // Collective: the whole job settles on one kind of device (runtime.device = cuda without a
+  // usable GPU on some rank is an error naming the ranks).
+  auto compute = ddp::app::setup_compute(cfg, rt);
   out << "ddp_train " << DDP_VERSION_STRING << ": " << rt.size() << " rank(s), " << threads
-      << " thread(s) per rank, device cpu, config "
+      << " thread(s) per rank, device " << (compute.device == "cpu" ? "cpu" : "cuda") << " ("
+      << compute.backend->name() << "), config "
       << (cfg.source.empty() ? std::string("(defaults)") : cfg.source.string()) << "\n";
+  if (!compute.note.empty()) out << "device: " << compute.note << "\n";
   // Collective: every rank contributes its row, rank 0 prints the table.
-  const auto table = ddp::runtime::gather_rank_table(rt, threads, "cpu");
+  const auto table = ddp::runtime::gather_rank_table(rt, threads, compute.device);
   out << ddp::runtime::format_rank_table(table);
   ddp::comm::MpiComm comm(MPI_COMM_WORLD, ddp::comm::comm_options_from_env(cfg.comm.timeout_s));
-  ddp::train::Trainer trainer(cfg, comm, out);
+  ddp::train::Trainer trainer(cfg, comm, out,
+                              {std::move(compute.backend), compute.grad_comm.get()});
   const auto result = trainer.run();
   return result.stopped ? ddp::runtime::kExitStopped : 0;
 }
@@ -63,6 +59,7 @@ int run_eval(ddp::app::Config cfg, const std::string& snapshot, ddp::runtime::Ru
              std::ostream& out) {
   ddp::app::configure_threads(cfg.runtime.threads);
   cfg.train.resume = snapshot;
+  auto compute = ddp::app::setup_compute(cfg, rt);
   ddp::comm::MpiComm comm(MPI_COMM_WORLD, ddp::comm::comm_options_from_env(cfg.comm.timeout_s));
   // Evaluation never steps the optimizer, but restoring checks that its state fits: build the
   // optimizer the snapshot was written with, whatever the config says.
@@ -70,14 +67,14 @@ int run_eval(ddp::app::Config cfg, const std::string& snapshot, ddp::runtime::Ru
   cfg.optim.name = meta_opt.optimizer_name;
   if (meta_opt.optimizer.count("momentum") && cfg.optim.momentum == 0.0) cfg.optim.momentum = 0.9;
   if (!meta_opt.optimizer.count("momentum")) cfg.optim.momentum = 0.0;
-  ddp::train::Trainer trainer(cfg, comm, out);
+  ddp::train::Trainer trainer(cfg, comm, out,
+                              {std::move(compute.backend), compute.grad_comm.get()});
   trainer.resume();
   const auto e = trainer.evaluate();
   char buf[160];
   std::snprintf(buf, sizeof buf, "test accuracy: %.2f%% (%lld samples), loss %.4f\n",
                 100.0 * e.accuracy, static_cast<long long>(e.samples), e.loss);
   out << buf;
-  (void)rt;
   return 0;
 }
 
@@ -118,7 +115,8 @@ int main(int argc, char** argv) {
   std::ostream& out = rt.is_root() ? std::cout : null_out;
 
   CLI::App app{
-      "ddp_train: synchronous data-parallel CNN training over MPI (CPU: oneDNN).\n"
+      "ddp_train: synchronous data-parallel CNN training over MPI (CPU: oneDNN; GPU: cuDNN, "
+      "cuBLAS, NCCL).\n"
       "Every configuration key can be given as --section.key VALUE; it overrides the file."};
   app.set_version_flag("--version", ddp::app::build_info());
   app.fallthrough();

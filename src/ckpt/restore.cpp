@@ -114,6 +114,9 @@ void restore(const Snapshot& s, nn::Model& model, optim::Optimizer& opt) {
     }
   }
   opt.set_steps_taken(s.optimizer_steps);
+  // The snapshot went into the host mirrors: hand it to the backend (the GPU for a CUDA run).
+  model.push_state();
+  opt.push_state();
 }
 
 }  // namespace ddp::ckpt

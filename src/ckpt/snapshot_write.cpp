@@ -125,6 +125,9 @@ std::vector<char> build_image(const fs::path& tmp, const std::vector<Entry>& ent
 
 void write_snapshot(const fs::path& file, const nn::Model& model, optim::Optimizer& opt,
                     const std::string& optimizer_name, const SnapshotMeta& meta) {
+  // The host mirrors of a GPU run's state (no copies on the CPU backend).
+  model.pull_state();
+  opt.pull_state();
   // Everything that can be refused without touching the disk comes first.
   const std::vector<Entry> entries = layout::model_entries(model);
   for (const auto& e : entries) check_host(e.tensor->tensor, e.name);

@@ -58,9 +58,15 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input, std::int64
   }
 
   std::vector<std::size_t> poff, boff;
-  params_ = Tensor::zeros(Shape{static_cast<std::int64_t>(layout(param_specs_, poff))});
-  grads_ = Tensor::zeros(params_.shape());
-  buffers_ = Tensor::zeros(Shape{static_cast<std::int64_t>(layout(buffer_specs_, boff))});
+  const auto nparams = static_cast<std::int64_t>(layout(param_specs_, poff));
+  params_ = backend::Mirrored(be_, nparams);
+  grads_ = be_.alloc(Shape{nparams});
+  buffers_ = backend::Mirrored(be_, static_cast<std::int64_t>(layout(buffer_specs_, boff)));
+  const Device dev = be_.device();
+  float* const pdev = params_.device().data();
+  float* const phost = params_.host().data();
+  float* const bdev = buffers_.device().data();
+  float* const bhost = buffers_.host().data();
 
   grad_ranges_.assign(layers_.size(), {0, 0});
   for (std::size_t li = 0; li < layers_.size(); ++li) {
@@ -69,17 +75,19 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input, std::int64
     for (std::size_t j = 0; j < param_specs_.size(); ++j) {
       if (param_owner[j] != li) continue;
       const auto& s = param_specs_[j];
-      p.push_back(Tensor::view(params_.data() + poff[j], s.shape));
-      g.push_back(Tensor::view(grads_.data() + poff[j], s.shape));
-      named_params_.push_back({layers_[li]->name() + "." + s.name, p.back(), poff[j], li});
+      p.push_back(Tensor::view(pdev + poff[j], s.shape, dev));
+      g.push_back(Tensor::view(grads_.data() + poff[j], s.shape, dev));
+      named_params_.push_back({layers_[li]->name() + "." + s.name,
+                               Tensor::view(phost + poff[j], s.shape), poff[j], li});
       begin = std::min(begin, poff[j]);
       end = std::max(end, poff[j] + align_up(static_cast<std::size_t>(s.shape.numel())));
     }
     for (std::size_t j = 0; j < buffer_specs_.size(); ++j) {
       if (buffer_owner[j] != li) continue;
       const auto& s = buffer_specs_[j];
-      b.push_back(Tensor::view(buffers_.data() + boff[j], s.shape));
-      named_buffers_.push_back({layers_[li]->name() + "." + s.name, b.back(), boff[j], li});
+      b.push_back(Tensor::view(bdev + boff[j], s.shape, dev));
+      named_buffers_.push_back({layers_[li]->name() + "." + s.name,
+                                Tensor::view(bhost + boff[j], s.shape), boff[j], li});
     }
     if (end > 0) grad_ranges_[li] = {begin, end};
     layers_[li]->bind(p, g, b);
@@ -124,6 +132,17 @@ void Model::init_parameters(std::uint64_t seed) {
   };
   init(named_params_, param_specs_, 0);
   init(named_buffers_, buffer_specs_, 1);
+  push_state();
+}
+
+void Model::pull_state() const {
+  params_.pull();
+  buffers_.pull();
+}
+
+void Model::push_state() {
+  params_.push();
+  buffers_.push();
 }
 
 void Model::reserve(std::int64_t max_batch) {
@@ -138,8 +157,8 @@ void Model::reserve(std::int64_t max_batch) {
       acts_.emplace_back();
       dacts_.emplace_back();
     } else {
-      acts_.push_back(Tensor::zeros(s));
-      dacts_.push_back(Tensor::zeros(s));
+      acts_.push_back(be_.alloc(s));
+      dacts_.push_back(be_.alloc(s));
     }
   }
   views_act_.assign(layers_.size(), Tensor());
@@ -195,8 +214,9 @@ void Model::backward(const Tensor& dlogits, const std::function<void(std::size_t
 }
 
 std::uint64_t Model::digest() const {
+  pull_state();
   std::uint64_t h = 0x6a09e667f3bcc908ULL;
-  for (const Tensor* t : {&params_, &buffers_}) {
+  for (const Tensor* t : {&params_.host(), &buffers_.host()}) {
     const auto* w = reinterpret_cast<const std::uint32_t*>(t->data());
     for (std::int64_t i = 0; i < t->numel(); ++i) h = mix64(h ^ w[i]);
   }

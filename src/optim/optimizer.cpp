@@ -11,31 +11,25 @@ class Sgd final : public Optimizer {
     h_.momentum = static_cast<float>(c.momentum);
     h_.weight_decay = static_cast<float>(c.weight_decay);
     h_.nesterov = c.nesterov;
-    if (c.momentum > 0) momentum_ = Tensor::zeros(Shape{static_cast<std::int64_t>(count)});
+    if (c.momentum > 0) momentum_ = add_state("momentum", be, count);
   }
   void step(std::span<float> params, std::span<const float> grads, double lr) override {
     h_.lr = static_cast<float>(lr);
     be_.sgd_step(static_cast<std::int64_t>(params.size()), h_, params.data(), grads.data(),
-                 momentum_.data());
+                 momentum_);
     ++steps_;
-  }
-  std::vector<std::pair<std::string, Tensor>> state() override {
-    if (momentum_.empty()) return {};
-    return {{"momentum", momentum_}};
   }
 
  private:
   backend::Backend& be_;
   backend::Backend::SgdHyper h_;
-  Tensor momentum_;
+  float* momentum_ = nullptr;
 };
 
 class Adam final : public Optimizer {
  public:
   Adam(const app::OptimConfig& c, backend::Backend& be, std::size_t count, bool decoupled)
-      : be_(be),
-        m_(Tensor::zeros(Shape{static_cast<std::int64_t>(count)})),
-        v_(Tensor::zeros(Shape{static_cast<std::int64_t>(count)})) {
+      : be_(be), m_(add_state("exp_avg", be, count)), v_(add_state("exp_avg_sq", be, count)) {
     h_.beta1 = static_cast<float>(c.beta1);
     h_.beta2 = static_cast<float>(c.beta2);
     h_.eps = static_cast<float>(c.eps);
@@ -45,20 +39,37 @@ class Adam final : public Optimizer {
   void step(std::span<float> params, std::span<const float> grads, double lr) override {
     h_.lr = static_cast<float>(lr);
     h_.step = ++steps_;
-    be_.adam_step(static_cast<std::int64_t>(params.size()), h_, params.data(), grads.data(),
-                  m_.data(), v_.data());
-  }
-  std::vector<std::pair<std::string, Tensor>> state() override {
-    return {{"exp_avg", m_}, {"exp_avg_sq", v_}};
+    be_.adam_step(static_cast<std::int64_t>(params.size()), h_, params.data(), grads.data(), m_,
+                  v_);
   }
 
  private:
   backend::Backend& be_;
   backend::Backend::AdamHyper h_;
-  Tensor m_, v_;
+  float* m_;
+  float* v_;
 };
 
 }  // namespace
+
+float* Optimizer::add_state(const std::string& name, backend::Backend& be, std::size_t count) {
+  state_.emplace_back(name, backend::Mirrored(be, static_cast<std::int64_t>(count)));
+  return state_.back().second.device().data();
+}
+
+std::vector<std::pair<std::string, Tensor>> Optimizer::state() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [name, m] : state_) out.emplace_back(name, m.host());
+  return out;
+}
+
+void Optimizer::pull_state() const {
+  for (const auto& [name, m] : state_) m.pull();
+}
+
+void Optimizer::push_state() {
+  for (const auto& [name, m] : state_) m.push();
+}
 
 std::unique_ptr<Optimizer> Optimizer::create(const app::OptimConfig& cfg, backend::Backend& be,
                                              std::size_t count) {

@@ -47,10 +47,11 @@ void GradientSync::begin(std::span<const float> accumulated) {
 void GradientSync::launch(std::size_t i) {
   const Bucket& b = buckets_[i];
   auto grads = model_.grads().subspan(b.begin, b.end - b.begin);
-  if (!accumulated_.empty()) {
-    const float* acc = accumulated_.data() + b.begin;
-    for (std::size_t j = 0; j < grads.size(); ++j) grads[j] += acc[j];
-  }
+  // The backend adds: on a GPU both buffers are device memory, and the add is enqueued before the
+  // all-reduce that reads it.
+  if (!accumulated_.empty())
+    model_.backend().add(static_cast<std::int64_t>(grads.size()), accumulated_.data() + b.begin,
+                         grads.data());
   requests_[i] = comm_.iallreduce_sum(grads);
   ++stats_.buckets_launched;
 }

@@ -61,8 +61,13 @@ std::int64_t proc_status_kib(const std::string& field) {
 
 }  // namespace
 
-Trainer::Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream& out)
-    : cfg_(cfg), comm_(comm), out_(out), be_(backend::make_cpu_backend()) {
+Trainer::Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream& out,
+                 ComputePlace place)
+    : cfg_(cfg),
+      comm_(comm),
+      out_(out),
+      be_(place.backend ? std::move(place.backend) : backend::make_cpu_backend()),
+      grad_comm_(place.grad_comm ? place.grad_comm : &comm) {
   const auto& d = cfg_.data;
   train_ = data::load_distributed(d.dataset, d.root, data::Split::train, d.distribute);
   test_ = data::load_distributed(d.dataset, d.root, data::Split::test, d.distribute);
@@ -85,20 +90,24 @@ Trainer::Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream&
   model_ = std::make_unique<nn::Model>(cfg_.model.layers, input, train_.num_classes(), *be_);
   model_->init_parameters(cfg_.train.seed);
   // Every replica starts from rank 0's weights (identical already by seed; this makes it a fact).
+  // The host mirrors travel over MPI (they hold the initial weights on every backend).
   if (world > 1) {
-    comm_.broadcast(std::as_writable_bytes(model_->params()), 0);
-    comm_.broadcast(std::as_writable_bytes(model_->buffers()), 0);
+    comm_.broadcast(std::as_writable_bytes(model_->host_params()), 0);
+    comm_.broadcast(std::as_writable_bytes(model_->host_buffers()), 0);
+    model_->push_state();
   }
   model_->reserve(micro_batch_);
-  dlogits_ = Tensor::zeros(Shape{micro_batch_, train_.num_classes()});
+  dlogits_ = be_->alloc(Shape{micro_batch_, train_.num_classes()});
   sample_ids_.resize(static_cast<std::size_t>(rank_batch_));
-  if (k > 1) accum_ = Tensor::zeros(Shape{static_cast<std::int64_t>(model_->grads().size())});
+  if (k > 1) accum_ = be_->alloc(Shape{static_cast<std::int64_t>(model_->grads().size())});
   opt_ = optim::Optimizer::create(cfg_.optim, *be_, model_->params().size());
   if (world > 1) {
     const auto mib = [](double m) { return static_cast<std::size_t>(m * 1024 * 1024); };
-    sync_ = std::make_unique<sync::GradientSync>(*model_, comm_, mib(cfg_.comm.bucket_mb),
+    sync_ = std::make_unique<sync::GradientSync>(*model_, *grad_comm_, mib(cfg_.comm.bucket_mb),
                                                  mib(cfg_.comm.first_bucket_mb));
   }
+  // Evaluation batches are micro-batches, never larger than a rank's share of a step.
+  feed_ = std::make_unique<BatchFeed>(*be_, input.numel(), rank_batch_);
 
   steps_per_epoch_ = data::steps_per_epoch(sampler_options());
   if (steps_per_epoch_ == 0)
@@ -123,14 +132,12 @@ data::SamplerOptions Trainer::sampler_options() const {
   return so;
 }
 
-backend::Backend::LossResult Trainer::train_step(const float* images, const std::int32_t* labels,
-                                                 std::int64_t n, std::int64_t global_size,
-                                                 std::int64_t global_offset) {
+void Trainer::train_step(const float* images, const std::int32_t* labels, std::int64_t n,
+                         std::int64_t global_size, std::int64_t global_offset) {
   const Shape input = model_->input_shape();
   const std::int64_t classes = model_->num_classes(), k = cfg_.train.accumulate;
   const std::int64_t per_sample = input.numel();
   auto grads = model_->grads();
-  backend::Backend::LossResult total;
   nn::StepContext ctx{nn::Mode::train,
                       hash_words(cfg_.train.seed, static_cast<std::uint64_t>(RngStream::dropout),
                                  static_cast<std::uint64_t>(global_step_)),
@@ -152,16 +159,14 @@ backend::Backend::LossResult Trainer::train_step(const float* images, const std:
       if (last && overlap) sync_->finish();
     } else {
       ctx.sample_ids = sample_ids_.data() + b;
-      const Tensor x =
-          Tensor::view(const_cast<float*>(images + b * per_sample), input.with_batch(len));
+      const Tensor x = Tensor::view(const_cast<float*>(images + b * per_sample),
+                                    input.with_batch(len), be_->device());
       const Tensor& logits = model_->forward(x, ctx);
       const Tensor dl = dlogits_.first(len);
       // Gradient of the global batch's mean loss: scale by the global size; the all-reduce sums.
-      const auto r = be_->softmax_xent(len, classes, logits.data(), labels + b,
-                                       static_cast<float>(cfg_.train.label_smoothing),
-                                       1.0f / static_cast<float>(global_size), dl.data());
-      total.loss_sum += r.loss_sum;
-      total.correct += r.correct;
+      be_->softmax_xent_accumulate(len, classes, logits.data(), labels + b,
+                                   static_cast<float>(cfg_.train.label_smoothing),
+                                   1.0f / static_cast<float>(global_size), dl.data());
       if (last && overlap) {
         model_->backward(dl, [this](std::size_t layer) { sync_->on_layer_done(layer); });
         sync_->finish();
@@ -175,11 +180,10 @@ backend::Backend::LossResult Trainer::train_step(const float* images, const std:
     if (k > 1) be_->add(accum_.numel(), accum_.data(), grads.data());
     if (comm_.size() > 1) {
       const auto t0 = Clock::now();
-      comm_.allreduce_sum(grads);
+      grad_comm_->allreduce_sum(grads);
       blocking_wait_s_ += seconds_since(t0);
     }
   }
-  return total;
 }
 
 void Trainer::check_replicas() {
@@ -211,31 +215,37 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   aug.crop_padding = static_cast<int>(cfg_.data.crop_padding);
   data::BatchLoader loader(train_, norm_, aug, cfg_.train.seed, rank_batch_, cfg_.data.prefetch);
   loader.start(std::move(batches), static_cast<std::uint64_t>(epoch));
+  feed_->begin(loader);
 
   auto params = model_->params();
   auto grads = model_->grads();
-  ProgressBar bar(comm_.rank() == 0 && runtime::stdout_is_terminal(), epoch + 1, cfg_.train.epochs,
-                  steps_per_epoch_);
+  const bool show_bar = comm_.rank() == 0 && runtime::stdout_is_terminal();
+  ProgressBar bar(show_bar, epoch + 1, cfg_.train.epochs, steps_per_epoch_);
   double loss_sum = 0.0;
   std::int64_t correct = 0, seen = 0, global_seen = 0, step = first_step;
   double lr = 0.0;
   stopped = false;
   const double wait0 = (sync_ ? sync_->stats().exposed_s : 0.0) + blocking_wait_s_;
   const auto t0 = Clock::now();
-  while (auto b = loader.next()) {
-    lr = sched_->at(global_step_);
-    const auto r = train_step(b->images, b->labels, b->size, b->global_size, b->global_offset);
-    opt_->step(params, grads, lr);
+  auto take_loss = [&] {
+    const auto r = be_->take_loss();  // waits for a GPU: only at bar updates and the epoch's end
     loss_sum += r.loss_sum;
     correct += r.correct;
+  };
+  while (auto b = feed_->next()) {
+    lr = sched_->at(global_step_);
+    train_step(b->images, b->labels, b->size, b->global_size, b->global_offset);
+    opt_->step(params, grads, lr);
     ++global_step_;
     ++step;
     seen += b->size;
     global_seen += b->global_size;
     samples_seen_ += b->global_size;
-    if (step % 10 == 0 || step == steps_per_epoch_)
+    if (show_bar && (step % 10 == 0 || step == steps_per_epoch_)) {
+      take_loss();
       bar.update(step, seen > 0 ? loss_sum / static_cast<double>(seen) : 0.0,
                  static_cast<double>(global_seen) / seconds_since(t0));
+    }
     // All ranks agree whether any of them was asked to stop, one step late: the flags of step k
     // are summed while step k+1 computes, so agreeing costs no synchronisation point of its own
     // (a blocking all-reduce here made every step wait for the slowest rank twice).
@@ -259,6 +269,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   }
   if (!stop_request_.empty()) comm_.wait(stop_request_);
   stop_flag_ = 0.0f;
+  take_loss();
   const double train_s = seconds_since(t0);
   bar.clear();
 
@@ -298,18 +309,20 @@ EvalResult Trainer::evaluate() {
   data::BatchLoader loader(test_, norm_, data::Augmentation{}, cfg_.train.seed, batch,
                            cfg_.data.prefetch);
   loader.start(std::move(batches), 0);
+  feed_->begin(loader);
   const Shape input = model_->input_shape();
-  double loss = 0.0;
   std::int64_t counts[2] = {0, 0};  // correct, samples
-  while (auto b = loader.next()) {
-    const Tensor x = Tensor::view(const_cast<float*>(b->images), input.with_batch(b->size));
+  while (auto b = feed_->next()) {
+    const Tensor x =
+        Tensor::view(const_cast<float*>(b->images), input.with_batch(b->size), be_->device());
     const Tensor& logits = model_->forward(x, nn::StepContext{nn::Mode::eval, 0, nullptr});
-    const auto res = be_->softmax_xent(b->size, model_->num_classes(), logits.data(), b->labels,
-                                       0.0f, 0.0f, nullptr);
-    loss += res.loss_sum;
-    counts[0] += res.correct;
+    be_->softmax_xent_accumulate(b->size, model_->num_classes(), logits.data(), b->labels, 0.0f,
+                                 0.0f, nullptr);
     counts[1] += b->size;
   }
+  const auto res = be_->take_loss();
+  double loss = res.loss_sum;
+  counts[0] = res.correct;
   if (comm_.size() > 1) {
     comm_.allreduce_sum(std::span<double>(&loss, 1));
     comm_.allreduce_sum(std::span<std::int64_t>(counts, 2));
@@ -366,12 +379,15 @@ void Trainer::resume() {
   if (comm_.size() > 1) {
     comm_.broadcast(std::as_writable_bytes(std::span<std::int64_t>(pos)), 0);
     if (pos[0]) {
-      comm_.broadcast(std::as_writable_bytes(model_->params()), 0);
-      comm_.broadcast(std::as_writable_bytes(model_->buffers()), 0);
+      // Rank 0 restored into its host mirrors; they travel over MPI and go to each backend.
+      comm_.broadcast(std::as_writable_bytes(model_->host_params()), 0);
+      comm_.broadcast(std::as_writable_bytes(model_->host_buffers()), 0);
       for (auto& [name, t] : opt_->state())
         comm_.broadcast(
             std::as_writable_bytes(std::span<float>(t.data(), static_cast<std::size_t>(t.numel()))),
             0);
+      model_->push_state();
+      opt_->push_state();
       std::int64_t len = static_cast<std::int64_t>(history.size());
       comm_.broadcast(std::as_writable_bytes(std::span<std::int64_t>(&len, 1)), 0);
       history.resize(static_cast<std::size_t>(len));

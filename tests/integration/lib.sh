@@ -5,7 +5,7 @@ set -euo pipefail
 BIN=$(realpath "$1")
 SRC=$(realpath "$2")
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ddp_it.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+[ "${DDP_KEEP_WORK:-0}" = 1 ] || trap 'rm -rf "$WORK"' EXIT
 FASHION=/usr/share/datasets/fashion-mnist
 CIFAR="$SRC/../shared/data/cifar-10-batches-bin"
 
@@ -44,6 +44,13 @@ max_rel_diff() { "$BIN" diff "$1" "$2" | awk '/^max relative difference/ { print
 
 # PIDs of the ddp_train ranks whose command line mentions $1 (not mpirun's).
 rank_pids() { pgrep -f "^$BIN .*$1" || true; }
+
+# Waits until file $1 exists (up to $2 seconds); snapshots appear by rename, so it is complete.
+wait_for_file() {
+  local i
+  for ((i = 0; i < $2 * 50; i++)); do [ -e "$1" ] && return 0; sleep 0.02; done
+  return 1
+}
 
 # Waits until file $1 contains pattern $2 (up to $3 seconds).
 wait_for() {

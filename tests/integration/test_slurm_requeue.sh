@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A job whose time limit is shorter than its training finishes anyway, through the template's own
-# mechanism: `sbatch slurm/train_cpu.sh` (2 nodes x 1 rank) with --time=1 (60 s) and ~60-150 s of
-# training. Slurm warns the batch shell with SIGUSR1 (--signal=B:USR1@...), the template's trap passes
+# mechanism: `sbatch slurm/train_cpu.sh` (2 nodes x 1 rank) with --time=1 (60 s) and ~60 s of
+# training (the epoch count is calibrated on the machine). Slurm warns the batch shell with SIGUSR1 (--signal=B:USR1@...), the template's trap passes
 # it to ddp_train through srun, ddp_train writes a mid-epoch snapshot and exits 75, the template runs
 # `scontrol requeue`, and the requeued job (same id, same run directory) resumes with --resume auto;
 # this repeats until the training is done. The final weights must be bitwise those of an
@@ -20,7 +20,17 @@ cluster_require slurm
 cluster_up
 
 config=$SRC/configs/fashion_mnist.toml
-args="--data.test_limit 1000 --train.epochs 12 --train.batch_size 64 --train.save_every 1 --train.keep_last 0"
+common="--data.test_limit 1000 --train.batch_size 64 --train.save_every 1 --train.keep_last 0"
+# The training must outlast the first warning (10-40 s into the run) on any machine: time one epoch
+# as the template runs it (2 ranks x 1 thread) and take enough epochs for ~60 s of training.
+mpirun_local -np 2 "$BIN" --config "$config" --run-dir "$WORK/calib" --runtime.threads 1 \
+  --runtime.device cpu $common --train.epochs 1 > "$WORK/calib.log" 2>&1 ||
+  { cat "$WORK/calib.log"; fail "the calibration run failed"; }
+epoch_s=$(grep -o '"\(epoch_s\|eval_s\)": [0-9.e+-]*' "$WORK/calib/metrics.jsonl" |
+  awk '{ s += $2 } END { print s }')
+epochs=$(awk -v t="$epoch_s" 'BEGIN { e = int(60 / t) + 1; print (e < 12 ? 12 : (e > 60 ? 60 : e)) }')
+echo "one epoch takes ${epoch_s}s here: training $epochs epochs"
+args="$common --train.epochs $epochs"
 mkdir -p "$WORK/submit"
 t0=$SECONDS
 job=$(submit "$WORK/submit/%x-%j.out" --chdir="$WORK/submit" --nodes=2 --ntasks-per-node=1 \
@@ -43,7 +53,7 @@ mid=$(ls "$run" | grep -E '^snapshot_e[0-9]{4}_s[0-9]{6}\.h5$' | head -1 || true
 [ -n "$mid" ] || fail "no mid-epoch snapshot in $run: $(ls "$run")"
 grep -Eq '^resume: .*snapshot_e[0-9]{4}_s[0-9]{6}\.h5' "$log" || fail "no run resumed from a mid-epoch snapshot"
 grep -q '^final test accuracy: ' "$log" || fail "the requeued job did not finish the training"
-[ -f "$run/snapshot_e0012.h5" ] || fail "no final snapshot in $run"
+[ -f "$run/$(printf 'snapshot_e%04d.h5' "$epochs")" ] || fail "no final snapshot in $run"
 
 # The same training, uninterrupted: 2 ranks, 1 thread each, as the template ran it.
 mpirun_local -np 2 "$BIN" --config "$config" --run-dir "$WORK/ref" --runtime.threads 1 \

@@ -15,21 +15,14 @@
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/error.hpp"
+#include "layer_spec_util.hpp"
 
 namespace ddp::ckpt {
 namespace {
 
 namespace fs = std::filesystem;
 
-nn::LayerSpec L(std::string type, std::string name, std::int64_t a = 0, std::int64_t k = 0) {
-  nn::LayerSpec s;
-  s.type = std::move(type);
-  s.name = std::move(name);
-  if (s.type == "conv2d") s.out_channels = a;
-  if (s.type == "linear") s.out_features = a;
-  s.kernel = k;
-  return s;
-}
+using testutil::L;
 
 // A small model with batch norm and an sgd-with-momentum optimizer; its state is what it was
 // initialised to (the round trip of trained state is ckpt_snapshot_test's job).

@@ -8,21 +8,12 @@
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/error.hpp"
 #include "gradcheck_util.hpp"
+#include "layer_spec_util.hpp"
 
 namespace ddp::nn {
 namespace {
 
-LayerSpec L(std::string type, std::string name, std::int64_t a = 0, std::int64_t k = 0,
-            std::int64_t pad = 0) {
-  LayerSpec s;
-  s.type = std::move(type);
-  s.name = std::move(name);
-  if (s.type == "conv2d") s.out_channels = a;
-  if (s.type == "linear") s.out_features = a;
-  s.kernel = k;
-  s.padding = pad;
-  return s;
-}
+using testutil::L;
 
 std::vector<LayerSpec> small_net() {
   return {L("conv2d", "conv1", 3, 3, 1),

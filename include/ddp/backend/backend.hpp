@@ -1,9 +1,10 @@
 #pragma once
-// The compute backend: the kernels that layers, the loss and the optimizers run. One interface,
-// a CPU implementation on oneDNN and (later) a CUDA one on cuDNN/cuBLAS, side by side (Caffe
-// style). Kernels take raw pointers in the backend's memory space plus the batch size of the call;
-// ops that depend on geometry are objects created once per layer (they cache their primitives per
-// batch size).
+// The compute backend: the kernels that layers, the loss and the optimizers run, and the memory
+// they run on. One interface, a CPU implementation on oneDNN and a CUDA one on cuDNN/cuBLAS, side
+// by side (Caffe style). Kernels take raw pointers in the backend's memory space plus the batch
+// size of the call; ops that depend on geometry are objects created once per layer (they cache
+// their primitives per batch size).
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -135,6 +136,27 @@ class Backend {
   virtual void fill(std::int64_t count, float value, float* y) = 0;
   virtual void copy(std::int64_t count, const float* x, float* y) = 0;
   virtual void add(std::int64_t count, const float* x, float* y) = 0;  // y += x
+
+  // Memory. The defaults are the CPU's (host memory); a device backend overrides all four.
+  // A zero-filled tensor of `shape` in this backend's memory.
+  virtual Tensor alloc(Shape shape);
+  // Host -> backend memory and back, ordered after the work already enqueued; they return when the
+  // copy is complete.
+  virtual void upload(const float* host, float* dst, std::size_t count);
+  virtual void download(const float* src, float* host, std::size_t count);
+  // Waits for everything enqueued so far (a device backend's ops are asynchronous).
+  virtual void synchronize() {}
+
+  // softmax_xent without a host round trip per call: the loss sum and correct count accumulate in
+  // the backend (on the device for CUDA) until take_loss() returns and resets them, so a training
+  // step needs no host synchronisation. The default runs softmax_xent and adds on the host.
+  virtual void softmax_xent_accumulate(std::int64_t n, std::int64_t classes, const float* logits,
+                                       const std::int32_t* labels, float label_smoothing,
+                                       float grad_scale, float* dlogits);
+  virtual LossResult take_loss();
+
+ private:
+  LossResult pending_loss_;  // the default softmax_xent_accumulate's sums
 };
 
 }  // namespace ddp::backend

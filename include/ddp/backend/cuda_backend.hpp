@@ -17,6 +17,7 @@
 //
 // Ordering. Ops are asynchronous: they return once enqueued, in order, on the compute stream.
 // softmax_xent returns its sums and so waits for the stream; softmax_xent_accumulate does not.
+// Freeing device memory (a tensor from alloc() going away) waits for the device (cudaFree).
 // synchronize() waits for everything. A backend is used by one host thread at a time.
 //
 // Errors. CUDA, cuDNN and cuBLAS failures throw ddp::SystemError naming the call and the status
@@ -103,12 +104,9 @@ class CudaBackend : public Backend {
   // Blocks the host until every upload started so far is complete.
   virtual void wait_uploads() = 0;
 
-  // softmax_xent without waiting: the loss sum and correct count accumulate on the device until
-  // take_loss() (which waits and resets them), so a training step needs no host synchronisation.
-  virtual void softmax_xent_accumulate(std::int64_t n, std::int64_t classes, const float* logits,
-                                       const std::int32_t* labels, float label_smoothing,
-                                       float grad_scale, float* dlogits) = 0;
-  virtual LossResult take_loss() = 0;
+  // softmax_xent_accumulate (Backend) accumulates on the device; take_loss() waits for the stream.
+  // alloc() returns device memory (cudaMalloc, zero-filled) that lives as long as the tensor;
+  // upload()/download() are to_device()/to_host().
 
   // Bytes of the shared cuDNN workspace allocated so far (<= workspace_limit_bytes).
   virtual std::size_t workspace_bytes() const = 0;

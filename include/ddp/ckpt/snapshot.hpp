@@ -43,7 +43,8 @@ struct SnapshotMeta {
 // rename, fsync(dir), so a file with the final name is always complete. A failure (ENOSPC, EACCES,
 // ...) throws SystemError naming `file` and the reason, removes the temporary file and leaves any
 // previous snapshot intact. Throws ConfigError for a layer name HDF5 cannot hold (empty, ".",
-// containing '/'). Host (CPU) tensors only. optimizer_name: "sgd" | "adam" | "adamw", recorded
+// containing '/'). Reads the host mirrors of the model and optimizer state after pulling them
+// from the backend, so a GPU run's state is written like a CPU run's. optimizer_name: "sgd" | "adam" | "adamw", recorded
 // for inspect and for the caller to compare on resume.
 void write_snapshot(const std::filesystem::path& file, const nn::Model& model,
                     optim::Optimizer& opt, const std::string& optimizer_name,
@@ -69,7 +70,7 @@ Snapshot read_snapshot(const std::filesystem::path& file);
 SnapshotMeta read_meta(const std::filesystem::path& file);
 
 // Copies the snapshot into the model's parameters and buffers and the optimizer's state and step
-// count. All or nothing: when the architecture differs, throws ConfigError listing every tensor
+// count (their host mirrors, then pushed to the backend: the same file resumes on CPUs and GPUs). All or nothing: when the architecture differs, throws ConfigError listing every tensor
 // whose name or shape differs (missing, unexpected, shape A vs B) and changes nothing; likewise
 // when the optimizer keeps different state (e.g. an sgd snapshot into adam).
 void restore(const Snapshot& s, nn::Model& model, optim::Optimizer& opt);

@@ -2,6 +2,11 @@
 // The model: a sequence of layers built from the config, with all parameters in one flat buffer and
 // all gradients in another (layers hold views). Buckets, the optimizer and snapshots work on ranges
 // and named views of these buffers.
+//
+// Memory. Parameters, gradients, buffers and activations live in the backend's memory (the GPU's
+// for CUDA). Parameters and buffers have a host mirror (backend::Mirrored) that the named views
+// point into: host code (initialisation, snapshots, broadcasts) reads it after pull_state() and
+// hands what it wrote to the backend by push_state(). On the CPU the mirror is the buffer itself.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -10,6 +15,7 @@
 #include <vector>
 
 #include "ddp/backend/backend.hpp"
+#include "ddp/backend/mirrored.hpp"
 #include "ddp/nn/layer.hpp"
 
 namespace ddp::nn {
@@ -30,16 +36,23 @@ class Model {
 
   // Allocates activations for batches of up to max_batch samples.
   void reserve(std::int64_t max_batch);
-  // PyTorch-default initialisation, a pure function of the seed.
+  // PyTorch-default initialisation, a pure function of the seed (on the host, then pushed).
   void init_parameters(std::uint64_t seed);
 
-  std::span<float> params() { return {params_.data(), static_cast<std::size_t>(params_.numel())}; }
+  // The flat buffers in the backend's memory (what the optimizer and the all-reduce work on).
+  std::span<float> params() { return params_.device_span(); }
   std::span<float> grads() { return {grads_.data(), static_cast<std::size_t>(grads_.numel())}; }
-  std::span<float> buffers() {
-    return {buffers_.data(), static_cast<std::size_t>(buffers_.numel())};
-  }
+  std::span<float> buffers() { return buffers_.device_span(); }
+  // Their host mirrors (the same memory on the CPU backend).
+  std::span<float> host_params() const { return params_.host_span(); }
+  std::span<float> host_buffers() const { return buffers_.host_span(); }
+  // Backend -> mirrors (waits for the backend), and mirrors -> backend.
+  void pull_state() const;
+  void push_state();
+  // Views into the host mirrors, by name.
   const std::vector<NamedTensor>& named_params() const { return named_params_; }
   const std::vector<NamedTensor>& named_buffers() const { return named_buffers_; }
+  backend::Backend& backend() const { return be_; }
   std::int64_t num_parameters() const;  // trainable scalars, without alignment padding
 
   std::size_t num_layers() const { return layers_.size(); }
@@ -59,7 +72,7 @@ class Model {
   void backward(const Tensor& dlogits, const std::function<void(std::size_t)>& on_layer_done = {});
 
   // 64-bit digest of the parameter and buffer bytes: equal digests mean bitwise-equal models (to
-  // 2^-64), which is how runs are compared for determinism and replicas for consistency.
+  // 2^-64), which is how runs are compared for determinism and replicas for consistency. Pulls.
   std::uint64_t digest() const;
 
   // A human-readable table: layer, output shape, parameters.
@@ -71,7 +84,8 @@ class Model {
   std::int64_t num_classes_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Shape> out_shapes_;  // per sample
-  Tensor params_, grads_, buffers_;
+  backend::Mirrored params_, buffers_;
+  Tensor grads_;
   std::vector<NamedTensor> named_params_, named_buffers_;
   std::vector<ParamSpec> param_specs_, buffer_specs_;  // parallel to named_*
   std::vector<std::pair<std::size_t, std::size_t>> grad_ranges_;

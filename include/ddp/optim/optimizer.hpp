@@ -9,6 +9,7 @@
 
 #include "ddp/app/config.hpp"
 #include "ddp/backend/backend.hpp"
+#include "ddp/backend/mirrored.hpp"
 #include "ddp/tensor.hpp"
 
 namespace ddp::optim {
@@ -24,13 +25,22 @@ class Optimizer {
   virtual void step(std::span<float> params, std::span<const float> grads, double lr) = 0;
 
   // Named state buffers, each as long as the flat parameter buffer ("momentum"; "exp_avg",
-  // "exp_avg_sq"), for snapshots.
-  virtual std::vector<std::pair<std::string, Tensor>> state() = 0;
+  // "exp_avg_sq"), for snapshots: the host mirrors of the backend's buffers, current after
+  // pull_state(); what is written into them reaches the backend by push_state().
+  std::vector<std::pair<std::string, Tensor>> state() const;
+  void pull_state() const;
+  void push_state();
   std::int64_t steps_taken() const { return steps_; }
   void set_steps_taken(std::int64_t s) { steps_ = s; }
 
  protected:
+  // Adds a zero state buffer of `count` floats in be's memory; returns its backend pointer.
+  float* add_state(const std::string& name, backend::Backend& be, std::size_t count);
+
   std::int64_t steps_ = 0;
+
+ private:
+  std::vector<std::pair<std::string, backend::Mirrored>> state_;
 };
 
 }  // namespace ddp::optim

@@ -14,6 +14,7 @@
 #include "ddp/optim/lr_schedule.hpp"
 #include "ddp/optim/optimizer.hpp"
 #include "ddp/sync/gradient_sync.hpp"
+#include "ddp/train/batch_feed.hpp"
 #include "ddp/train/metrics.hpp"
 
 namespace ddp::train {
@@ -30,11 +31,20 @@ struct TrainResult {
   bool stopped = false;  // a stop signal ended training early (a snapshot was written)
 };
 
+// Where the trainer computes (app::setup_compute chooses it).
+struct ComputePlace {
+  std::unique_ptr<backend::Backend> backend;  // null: the CPU backend
+  // Carries the gradient all-reduce (NCCL on GPUs); null: the trainer's communicator does.
+  comm::Communicator* grad_comm = nullptr;
+};
+
 class Trainer {
  public:
   // Loads data, builds the model (same initial weights on every rank), optimizer and schedule.
-  // `out` receives the human log (pass a null stream on ranks other than 0).
-  Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream& out);
+  // `out` receives the human log (pass a null stream on ranks other than 0). `comm` is the control
+  // plane (MPI): broadcasts, metrics, the stop agreement, evaluation counts.
+  Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream& out,
+          ComputePlace place = {});
   ~Trainer();
 
   TrainResult run();
@@ -54,10 +64,10 @@ class Trainer {
   void save(std::int64_t epoch, std::int64_t step_in_epoch);
   data::SamplerOptions sampler_options() const;
   // Forward + backward of one rank's share of a global batch, in cfg.train.accumulate
-  // micro-batches, then the gradient all-reduce. Returns the summed loss and correct count.
-  backend::Backend::LossResult train_step(const float* images, const std::int32_t* labels,
-                                          std::int64_t n, std::int64_t global_size,
-                                          std::int64_t global_offset);
+  // micro-batches, then the gradient all-reduce. The summed loss and correct count accumulate in
+  // the backend (take_loss).
+  void train_step(const float* images, const std::int32_t* labels, std::int64_t n,
+                  std::int64_t global_size, std::int64_t global_offset);
   // All ranks compare their weights' digest with rank 0's; a difference names the ranks.
   void check_replicas();
 
@@ -65,16 +75,18 @@ class Trainer {
   comm::Communicator& comm_;
   std::ostream& out_;
   std::unique_ptr<backend::Backend> be_;
+  comm::Communicator* grad_comm_;  // comm_ or the NCCL communicator
   data::Dataset train_, test_;
   data::Normalization norm_;
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<optim::Optimizer> opt_;
   std::unique_ptr<optim::LrSchedule> sched_;
   std::unique_ptr<sync::GradientSync> sync_;
-  std::int64_t global_batch_ = 0;  // samples per optimizer step over all ranks
-  std::int64_t rank_batch_ = 0;    // the largest share of one rank
-  std::int64_t micro_batch_ = 0;   // the largest micro-batch (rank_batch_ / accumulate, rounded up)
-  Tensor accum_;                   // gradient accumulator over micro-batches
+  std::unique_ptr<BatchFeed> feed_;  // batches into the backend's memory
+  std::int64_t global_batch_ = 0;    // samples per optimizer step over all ranks
+  std::int64_t rank_batch_ = 0;      // the largest share of one rank
+  std::int64_t micro_batch_ = 0;  // the largest micro-batch (rank_batch_ / accumulate, rounded up)
+  Tensor accum_;                  // gradient accumulator over micro-batches
   std::vector<std::int64_t> sample_ids_;
   std::int64_t steps_per_epoch_ = 0;
   std::int64_t global_step_ = 0;

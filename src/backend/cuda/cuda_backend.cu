@@ -281,6 +281,22 @@ class CudaBackendImpl final : public CudaBackend {
   void wait_uploads() override { ctx_->wait_uploads(); }
   std::size_t workspace_bytes() const override { return ctx_->workspace_size(); }
 
+  Tensor alloc(Shape shape) override {
+    const std::int64_t n = shape.numel();
+    auto buf = std::make_shared<DeviceBuffer>(
+        ctx_->device(), static_cast<std::size_t>(n > 0 ? n : 1) * sizeof(float));
+    // The tensor shares ownership of the buffer (aliasing constructor): cudaFree when the last
+    // view goes away.
+    std::shared_ptr<float[]> storage(buf, buf->floats());
+    return Tensor::adopt(std::move(storage), std::move(shape), Device::cuda);
+  }
+  void upload(const float* host, float* dst, std::size_t count) override {
+    to_device(host, dst, count * sizeof(float));
+  }
+  void download(const float* src, float* host, std::size_t count) override {
+    to_host(src, host, count * sizeof(float));
+  }
+
  private:
   void enqueue_xent(std::int64_t n, std::int64_t classes, const float* logits,
                     const std::int32_t* labels, float label_smoothing, float grad_scale,

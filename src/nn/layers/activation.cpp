@@ -49,7 +49,7 @@ class Dropout final : public Layer {
       return;
     }
     if (!ctx.sample_ids) throw Error("internal: dropout needs the batch's sample ids");
-    if (mask_.numel() < x.numel()) mask_ = Tensor::zeros(x.shape());
+    if (mask_.numel() < x.numel()) mask_ = be_.alloc(x.shape());
     be_.dropout_forward(n, per_sample_, spec().p, hash_words(ctx.seed, salt_), ctx.sample_ids,
                         x.data(), mask_.data(), y.data());
   }

@@ -49,7 +49,7 @@ class BatchNorm final : public Layer {
     // oneDNN always produces diff_src; a first-layer batch norm gets a scratch buffer.
     float* dx_data = dx ? dx->data() : nullptr;
     if (!dx_data) {
-      if (scratch_.numel() < x.numel()) scratch_ = Tensor::zeros(x.shape());
+      if (scratch_.numel() < x.numel()) scratch_ = be_.alloc(x.shape());
       dx_data = scratch_.data();
     }
     op_->backward(x.shape()[0], x.data(), dy.data(), gamma_.data(), dx_data, dgamma_.data(),

@@ -1,0 +1,109 @@
+#include "ddp/app/compute.hpp"
+
+#include <cstdlib>
+
+#include "ddp/backend/cpu_backend.hpp"
+#include "ddp/backend/cuda_backend.hpp"
+#include "ddp/backend/device_assign.hpp"
+#include "ddp/comm/nccl_comm.hpp"
+#include "ddp/error.hpp"
+#include "ddp/runtime/gather.hpp"
+
+namespace ddp::app {
+
+std::string DeviceChoice::device_string() const {
+  return index < 0 ? std::string("cpu") : backend::cuda_device_string(index);
+}
+
+DeviceChoice choose_device(const std::string& mode, const runtime::Runtime& rt,
+                           const std::vector<std::string>& hosts) {
+  DeviceChoice c;
+  if (mode == "cpu") {
+    c.note = "runtime.device = cpu";
+    return c;
+  }
+  const int visible = backend::cuda_device_count();
+  if (visible == 0) {
+    const std::string why = backend::cuda_unavailable_reason();
+    if (mode == "cuda")
+      c.error = "runtime.device = cuda, but no usable GPU: " + why;
+    else
+      c.note = "no GPU (" + why + "): trains on the CPU";
+    return c;
+  }
+  backend::DeviceRequest req;
+  req.host = rt.host();
+  req.rank = rt.rank();
+  req.local_rank = rt.local_rank();
+  req.local_size = rt.local_size();
+  for (std::size_t r = 0; r < hosts.size(); ++r)
+    if (hosts[r] == rt.host()) req.host_ranks.push_back(static_cast<int>(r));
+  req.visible_devices = visible;
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) req.cuda_visible_devices = v;
+  try {
+    const int d = backend::assign_device(req);
+    const auto info = backend::cuda_device_info(d);
+    c.index = d;
+    c.uuid = info.uuid;
+    c.name = info.name;
+  } catch (const Error& e) {
+    c.error = e.what();
+  }
+  return c;
+}
+
+Compute setup_compute(const Config& cfg, const runtime::Runtime& rt) {
+  const std::string& mode = cfg.runtime.device;
+  Compute out;
+  if (mode == "cpu") {
+    out.backend = backend::make_cpu_backend();
+    return out;
+  }
+  const auto hosts = runtime::allgather_strings(rt.host());
+  const DeviceChoice me = choose_device(mode, rt, hosts);
+  runtime::RecordWriter w;
+  w.put(std::int64_t{me.index}).put(me.uuid).put(me.name).put(me.error).put(me.note);
+  const auto records = runtime::allgather_strings(w.bytes());
+
+  std::vector<backend::DeviceClaim> claims;
+  std::string errors, without;
+  for (std::size_t r = 0; r < records.size(); ++r) {
+    runtime::RecordReader in(records[r]);
+    const auto index = static_cast<int>(in.get_int());
+    const std::string uuid = in.get_str(), name = in.get_str(), error = in.get_str();
+    const std::string where = "rank " + std::to_string(r) + " (" + hosts[r] + ")";
+    if (!error.empty()) errors += "\n  " + where + ": " + error;
+    if (index >= 0)
+      claims.push_back({static_cast<int>(r), hosts[r], index, uuid, name});
+    else
+      without += (without.empty() ? "" : ", ") + std::to_string(r);
+  }
+  // A rank that sees GPUs but cannot have one of its own (more ranks than GPUs on its host) is a
+  // launch error under "auto" too: quietly training on the CPU next to idle GPUs is not wanted.
+  if (!errors.empty())
+    throw ConfigError("runtime.device = \"" + mode + "\": not every rank can have a GPU:" + errors);
+  // runtime.device = auto trains on GPUs only when every rank has one.
+  const bool gpus = claims.size() == records.size();
+  if (!gpus) {
+    out.backend = backend::make_cpu_backend();
+    out.note = claims.empty() ? me.note
+                              : "runtime.device = auto: rank(s) " + without +
+                                    " have no usable GPU, so every rank trains on the CPU";
+    return out;
+  }
+  backend::check_distinct_devices(claims);  // the same verdict on every rank
+
+  auto be = backend::make_cuda_backend(me.index);
+  out.device = me.device_string();
+  out.note = "GPU " + out.device + " " + me.name;
+  if (rt.size() > 1) {
+    comm::NcclCommOptions o;
+    o.comm = comm::comm_options_from_env(cfg.comm.timeout_s);
+    out.grad_comm =
+        std::make_unique<comm::NcclComm>(MPI_COMM_WORLD, me.index, be->compute_stream(), o);
+  }
+  out.backend = std::move(be);
+  return out;
+}
+
+}  // namespace ddp::app

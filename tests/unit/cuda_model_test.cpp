@@ -1,0 +1,281 @@
+// Whole networks on both backends through nn::Model (parameters, gradients and activations in
+// device memory for CUDA): a few training steps of LeNet and of the VGG net with batch norm and
+// dropout from the same initial weights and batches; snapshots written on one backend and resumed
+// on the other; the Trainer on a GPU against the Trainer on the CPU. Without a GPU every test here
+// is reported skipped with the reason.
+//
+// Tolerance: every op agrees to ~1e-6..1e-4 relative (cuda_backend_test.cpp); SGD with momentum
+// over 5 steps carries those differences into the weights, which move by ~lr * |g| per step. The
+// per-step losses must agree to 1e-4 relative and the final weights to 2e-4 of their largest
+// magnitude plus 1e-3 relative - an order of magnitude above what fp32 reordering produces, and
+// far below what any wrong index, transpose or missing term does (those change the loss in the
+// second decimal).
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ddp/app/config.hpp"
+#include "ddp/backend/cpu_backend.hpp"
+#include "ddp/backend/cuda_backend.hpp"
+#include "ddp/ckpt/snapshot.hpp"
+#include "ddp/comm/mpi_comm.hpp"
+#include "ddp/nn/model.hpp"
+#include "ddp/optim/optimizer.hpp"
+#include "ddp/rng.hpp"
+#include "ddp/train/trainer.hpp"
+
+namespace ddp::backend {
+namespace {
+
+namespace fs = std::filesystem;
+
+// MPI for the Trainer test, initialised only when it runs and finalised at the end.
+bool g_mpi_initialised_here = false;
+class MpiFinalizer : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    int finalised = 0;
+    MPI_Finalized(&finalised);
+    if (g_mpi_initialised_here && !finalised) MPI_Finalize();
+  }
+};
+[[maybe_unused]] ::testing::Environment* const g_finalizer =
+    ::testing::AddGlobalTestEnvironment(new MpiFinalizer);
+
+#define DDP_REQUIRE_CUDA()                                         \
+  do {                                                             \
+    const std::string why_ = cuda_unavailable_reason();            \
+    if (!why_.empty()) GTEST_SKIP() << "no CUDA device: " << why_; \
+  } while (0)
+
+const Shape kInput{3, 32, 32};
+
+std::vector<nn::LayerSpec> vgg_bn_dropout() {
+  auto layers = app::preset_layers("vgg_small_bn");
+  nn::LayerSpec d;
+  d.type = "dropout";
+  d.name = "drop1";
+  d.p = 0.5f;
+  layers.insert(layers.end() - 1, d);  // before the classifier
+  return layers;
+}
+
+struct TrainRun {
+  std::vector<double> losses;
+  std::vector<std::int64_t> correct;
+  std::vector<float> params, buffers;
+};
+
+// One SGD step (momentum 0.9, weight decay 5e-4, mean loss over the batch) on a fixed random
+// CIFAR-shaped batch, the same data and seeds on every backend. Returns the mean loss.
+double step(nn::Model& m, optim::Optimizer& opt, std::int64_t batch, std::uint64_t seed, int s,
+            std::int64_t* correct = nullptr) {
+  Backend& be = m.backend();
+  const std::int64_t xn = batch * kInput.numel();
+  std::vector<float> host_x(static_cast<std::size_t>(xn));
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(batch));
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(batch));
+  CounterRng rng(hash_words(seed, 1234, static_cast<std::uint64_t>(s)));
+  for (auto& v : host_x) v = 2.0f * rng.next_float() - 1.0f;
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    labels[i] = static_cast<std::int32_t>(rng.next_below(10));
+    ids[i] = static_cast<std::int64_t>(s) * batch + static_cast<std::int64_t>(i);
+  }
+  const Tensor x = be.alloc(kInput.with_batch(batch));
+  be.upload(host_x.data(), x.data(), host_x.size());
+  const Tensor dlogits = be.alloc(Shape{batch, 10});
+  nn::StepContext ctx{nn::Mode::train, hash_words(seed, static_cast<std::uint64_t>(s)), ids.data()};
+  const Tensor& logits = m.forward(x, ctx);
+  be.softmax_xent_accumulate(batch, 10, logits.data(), labels.data(), 0.0f,
+                             1.0f / static_cast<float>(batch), dlogits.data());
+  m.backward(dlogits);
+  opt.step(m.params(), m.grads(), 0.05);
+  const auto r = be.take_loss();
+  if (correct) *correct = r.correct;
+  return r.loss_sum / static_cast<double>(batch);
+}
+
+app::OptimConfig sgd_momentum() {
+  app::OptimConfig c;
+  c.name = "sgd";
+  c.momentum = 0.9;
+  c.weight_decay = 5e-4;
+  return c;
+}
+
+TrainRun train(Backend& be, const std::vector<nn::LayerSpec>& layers, int steps, std::int64_t batch,
+               std::uint64_t seed) {
+  nn::Model m(layers, kInput, 10, be);
+  m.init_parameters(seed);
+  auto opt = optim::Optimizer::create(sgd_momentum(), be, m.params().size());
+  TrainRun r;
+  for (int s = 0; s < steps; ++s) {
+    std::int64_t correct = 0;
+    r.losses.push_back(step(m, *opt, batch, seed, s, &correct));
+    r.correct.push_back(correct);
+  }
+  m.pull_state();
+  r.params.assign(m.host_params().begin(), m.host_params().end());
+  r.buffers.assign(m.host_buffers().begin(), m.host_buffers().end());
+  return r;
+}
+
+void compare(const TrainRun& cpu, const TrainRun& gpu, const char* what) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(cpu.losses.size(), gpu.losses.size());
+  for (std::size_t s = 0; s < cpu.losses.size(); ++s) {
+    EXPECT_NEAR(gpu.losses[s], cpu.losses[s], 1e-4 * std::abs(cpu.losses[s])) << "step " << s;
+    // Argmax can flip where two logits tie to ~1e-6; allow one sample per step.
+    EXPECT_NEAR(static_cast<double>(gpu.correct[s]), static_cast<double>(cpu.correct[s]), 1.0)
+        << "step " << s;
+  }
+  ASSERT_EQ(cpu.params.size(), gpu.params.size());
+  double scale = 0;
+  for (float v : cpu.params) scale = std::max(scale, static_cast<double>(std::abs(v)));
+  double worst = 0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < cpu.params.size(); ++i) {
+    const double allowed = 2e-4 * scale + 1e-3 * std::abs(cpu.params[i]);
+    const double ratio = std::abs(static_cast<double>(gpu.params[i]) - cpu.params[i]) / allowed;
+    if (!(ratio <= worst)) worst = ratio, at = i;
+  }
+  EXPECT_LE(worst, 1.0) << "parameter " << at << ": cpu " << cpu.params[at] << " gpu "
+                        << gpu.params[at];
+  ASSERT_EQ(cpu.buffers.size(), gpu.buffers.size());
+  for (std::size_t i = 0; i < cpu.buffers.size(); ++i)
+    EXPECT_NEAR(gpu.buffers[i], cpu.buffers[i], 1e-4 * (1.0 + std::abs(cpu.buffers[i])))
+        << "running statistic " << i;
+  // The loss must have moved (the steps did something), identically on both.
+  EXPECT_NE(cpu.losses.front(), cpu.losses.back());
+}
+
+TEST(CudaModel, InitialisationIsBitwiseTheCpuModels) {
+  DDP_REQUIRE_CUDA();
+  auto cpu = make_cpu_backend();
+  auto gpu = make_cuda_backend(0);
+  nn::Model c(app::preset_layers("vgg_small_bn"), kInput, 10, *cpu);
+  nn::Model g(app::preset_layers("vgg_small_bn"), kInput, 10, *gpu);
+  c.init_parameters(7);
+  g.init_parameters(7);
+  EXPECT_EQ(g.params().data() == g.host_params().data(), false);  // device memory + mirror
+  EXPECT_EQ(c.digest(), g.digest());
+}
+
+TEST(CudaModel, LeNetStepsMatchCpu) {
+  DDP_REQUIRE_CUDA();
+  auto cpu = make_cpu_backend();
+  auto gpu = make_cuda_backend(0);
+  compare(train(*cpu, app::preset_layers("lenet"), 5, 64, 11),
+          train(*gpu, app::preset_layers("lenet"), 5, 64, 11), "lenet");
+}
+
+TEST(CudaModel, VggBatchNormDropoutStepsMatchCpu) {
+  DDP_REQUIRE_CUDA();
+  auto cpu = make_cpu_backend();
+  auto gpu = make_cuda_backend(0);
+  compare(train(*cpu, vgg_bn_dropout(), 4, 16, 12), train(*gpu, vgg_bn_dropout(), 4, 16, 12),
+          "vgg_small_bn + dropout");
+}
+
+// A snapshot written by a GPU run resumes on the CPU and back: both backends share the flat
+// parameter layout (NCHW activations, KCRS convolution weights, [out, in] linear weights) and the
+// snapshot is written from and restored into the host mirrors. The round trip is bitwise; the
+// training that follows agrees to the tolerance above.
+TEST(CudaModel, SnapshotsRoundTripBetweenBackends) {
+  DDP_REQUIRE_CUDA();
+  auto cpu = make_cpu_backend();
+  auto gpu = make_cuda_backend(0);
+  const auto layers = app::preset_layers("vgg_small_bn");
+  const fs::path dir = fs::temp_directory_path() / ("ddp_cuda_snap_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  ckpt::SnapshotMeta meta;
+  meta.position = {1, 0, 32, 2};
+  meta.world_size = 1;
+
+  // CPU: two steps, snapshot.
+  nn::Model c(layers, kInput, 10, *cpu);
+  c.init_parameters(3);
+  auto copt = optim::Optimizer::create(sgd_momentum(), *cpu, c.params().size());
+  for (int s = 0; s < 2; ++s) step(c, *copt, 16, 3, s);
+  ckpt::write_snapshot(dir / "cpu.h5", c, *copt, "sgd", meta);
+
+  // ... resumed on the GPU: the same bytes, parameters, statistics and momentum.
+  nn::Model g(layers, kInput, 10, *gpu);
+  auto gopt = optim::Optimizer::create(sgd_momentum(), *gpu, g.params().size());
+  ckpt::restore(ckpt::read_snapshot(dir / "cpu.h5"), g, *gopt);
+  EXPECT_EQ(g.digest(), c.digest());
+  gopt->pull_state();
+  const auto cm = copt->state().at(0).second, gm = gopt->state().at(0).second;
+  ASSERT_EQ(cm.numel(), gm.numel());
+  EXPECT_TRUE(std::equal(cm.data(), cm.data() + cm.numel(), gm.data()));
+
+  // Both go on for two steps from there and stay together.
+  for (int s = 2; s < 4; ++s) {
+    const double lc = step(c, *copt, 16, 3, s), lg = step(g, *gopt, 16, 3, s);
+    EXPECT_NEAR(lg, lc, 1e-4 * std::abs(lc)) << "step " << s;
+  }
+
+  // GPU snapshot -> a fresh CPU model: bitwise the GPU's state.
+  ckpt::write_snapshot(dir / "gpu.h5", g, *gopt, "sgd", meta);
+  nn::Model c2(layers, kInput, 10, *cpu);
+  auto copt2 = optim::Optimizer::create(sgd_momentum(), *cpu, c2.params().size());
+  ckpt::restore(ckpt::read_snapshot(dir / "gpu.h5"), c2, *copt2);
+  EXPECT_EQ(c2.digest(), g.digest());
+  EXPECT_NE(c2.digest(), c.digest());  // the CPU run's own weights differ in the last bits
+  fs::remove_all(dir);
+}
+
+// The Trainer itself on a GPU (batches through pinned buffers and the copy stream, the loss
+// accumulated on the device) against the Trainer on the CPU: one epoch of LeNet on a slice of
+// Fashion-MNIST in an MPI singleton.
+TEST(CudaTrainer, OneEpochMatchesTheCpuTrainer) {
+  DDP_REQUIRE_CUDA();
+  const fs::path data = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(data)) GTEST_SKIP() << "Fashion-MNIST not installed at " << data;
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised) {
+    int provided = 0;
+    ASSERT_EQ(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), MPI_SUCCESS);
+    g_mpi_initialised_here = true;
+  }
+  const fs::path dir = fs::temp_directory_path() / ("ddp_cuda_trainer_" + std::to_string(getpid()));
+  auto config = [&](const std::string& run) {
+    return app::load_config(DDP_SOURCE_DIR "/configs/fashion_mnist.toml",
+                            {{"data.root", data.string()},
+                             {"data.train_limit", "4096"},
+                             {"data.test_limit", "2000"},
+                             {"train.epochs", "1"},
+                             {"train.batch_size", "128"},
+                             {"run.dir", (dir / run).string()}});
+  };
+  comm::MpiComm comm(MPI_COMM_WORLD);
+  std::ostringstream log;
+  train::Trainer tc(config("cpu"), comm, log);
+  const auto rc = tc.run();
+  train::Trainer tg(config("gpu"), comm, log, {make_cuda_backend(0), nullptr});
+  const auto rg = tg.run();
+  EXPECT_EQ(rg.last.test_samples, 2000);
+  EXPECT_NEAR(rg.last.train_loss, rc.last.train_loss, 1e-3 * rc.last.train_loss);
+  EXPECT_NEAR(rg.last.test_loss, rc.last.test_loss, 1e-2 * rc.last.test_loss);
+  EXPECT_NEAR(rg.last.test_acc, rc.last.test_acc, 0.01);
+  EXPECT_GT(rg.last.test_acc, 0.5);  // it learned
+  // The GPU run's final snapshot resumes on the CPU with the same test accuracy.
+  auto eval_cfg = config("gpu");
+  eval_cfg.train.resume = (dir / "gpu" / ckpt::snapshot_name(1)).string();
+  train::Trainer te(eval_cfg, comm, log);
+  te.resume();
+  const auto e = te.evaluate();
+  EXPECT_NEAR(e.accuracy, rg.last.test_acc, 1.0 / 2000 + 1e-9);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ddp::backend

@@ -1,0 +1,23 @@
+#pragma once
+// A one-line layer spec for tests: L("conv2d", "conv1", out_channels, kernel, padding),
+// L("linear", "fc", out_features), L("maxpool", "pool", 0, kernel).
+#include <cstdint>
+#include <string>
+
+#include "ddp/nn/layer_spec.hpp"
+
+namespace ddp::testutil {
+
+inline nn::LayerSpec L(std::string type, std::string name, std::int64_t a = 0, std::int64_t k = 0,
+                       std::int64_t pad = 0) {
+  nn::LayerSpec s;
+  s.type = std::move(type);
+  s.name = std::move(name);
+  if (s.type == "conv2d") s.out_channels = a;
+  if (s.type == "linear") s.out_features = a;
+  s.kernel = k;
+  s.padding = pad;
+  return s;
+}
+
+}  // namespace ddp::testutil
