@@ -52,10 +52,23 @@ DeviceChoice choose_device(const std::string& mode, const runtime::Runtime& rt,
   return c;
 }
 
+namespace {
+
+// Reduced precision is a GPU feature: a CPU run asked for it is refused, not silently run in fp32.
+void check_cpu_precision(const Config& cfg, const std::string& why_cpu) {
+  if (cfg.runtime.precision == "fp32") return;
+  throw ConfigError("runtime.precision = \"" + cfg.runtime.precision +
+                    "\" needs GPUs, but this job trains on the CPU (" + why_cpu +
+                    "): use runtime.precision = \"fp32\"");
+}
+
+}  // namespace
+
 Compute setup_compute(const Config& cfg, const runtime::Runtime& rt) {
   const std::string& mode = cfg.runtime.device;
   Compute out;
   if (mode == "cpu") {
+    check_cpu_precision(cfg, "runtime.device = cpu");
     out.backend = backend::make_cpu_backend();
     return out;
   }
@@ -85,15 +98,20 @@ Compute setup_compute(const Config& cfg, const runtime::Runtime& rt) {
   // runtime.device = auto trains on GPUs only when every rank has one.
   const bool gpus = claims.size() == records.size();
   if (!gpus) {
-    out.backend = backend::make_cpu_backend();
     out.note = claims.empty() ? me.note
                               : "runtime.device = auto: rank(s) " + without +
                                     " have no usable GPU, so every rank trains on the CPU";
+    check_cpu_precision(cfg, out.note);
+    out.backend = backend::make_cpu_backend();
     return out;
   }
   backend::check_distinct_devices(claims);  // the same verdict on every rank
 
-  auto be = backend::make_cuda_backend(me.index);
+  backend::CudaOptions options;
+  options.precision = cfg.runtime.precision == "bf16"   ? backend::Precision::bf16
+                      : cfg.runtime.precision == "fp16" ? backend::Precision::fp16
+                                                        : backend::Precision::fp32;
+  auto be = backend::make_cuda_backend(me.index, options);
   out.device = me.device_string();
   out.note = "GPU " + out.device + " " + me.name;
   if (rt.size() > 1) {

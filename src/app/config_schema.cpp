@@ -207,6 +207,9 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(train, shuffle), .help = "shuffle the training set every epoch"},
       {DDP_KEY(train, label_smoothing), .help = "cross-entropy label smoothing",
        .range = unit_open()},
+      {DDP_KEY(train, loss_scale),
+       .help = "initial dynamic loss scale (0 = automatic: 65536 with fp16, off otherwise)",
+       .range = at_least(0.0)},
       {DDP_KEY(train, eval_every),
        .help = "epochs between test evaluations (the last epoch is always evaluated)",
        .range = at_least(1)},
@@ -264,6 +267,9 @@ const std::vector<ConfigKey>& config_keys() {
        .range = above(0.0)},
 
       {DDP_KEY(runtime, device), .help = "compute device", .choices = {"auto", "cpu", "cuda"}},
+      {DDP_KEY(runtime, precision),
+       .help = "precision of convolutions and linear layers on GPUs (fp32 master weights)",
+       .choices = {"fp32", "bf16", "fp16"}},
       {DDP_KEY(runtime, threads),
        .help = "compute threads per rank (0 = the cores this rank may use)", .range = at_least(0)},
   };

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "ddp/app/build_info.hpp"
 #include "ddp/app/compute.hpp"
@@ -49,10 +50,23 @@ int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, std::os
   const auto table = ddp::runtime::gather_rank_table(rt, threads, compute.device);
   out << ddp::runtime::format_rank_table(table);
   ddp::comm::MpiComm comm(MPI_COMM_WORLD, ddp::comm::comm_options_from_env(cfg.comm.timeout_s));
-  ddp::train::Trainer trainer(cfg, comm, out,
-                              {std::move(compute.backend), compute.grad_comm.get()});
-  const auto result = trainer.run();
-  return result.stopped ? ddp::runtime::kExitStopped : 0;
+  const bool gpu = compute.device != "cpu";
+  auto trainer = std::make_unique<ddp::train::Trainer>(
+      cfg, comm, out,
+      ddp::train::ComputePlace{std::move(compute.backend), compute.grad_comm.get()});
+  try {
+    const auto result = trainer->run();
+    return result.stopped ? ddp::runtime::kExitStopped : 0;
+  } catch (...) {
+    // On GPUs a collective may still wait for a rank that died, and freeing device memory or
+    // finalising NCCL would wait with it: leave both to the process exit, so that main reports the
+    // error and MPI_Abort ends the job at once.
+    if (gpu) {
+      (void)trainer.release();
+      (void)compute.grad_comm.release();
+    }
+    throw;
+  }
 }
 
 int run_eval(ddp::app::Config cfg, const std::string& snapshot, ddp::runtime::Runtime& rt,

@@ -3,7 +3,7 @@
 namespace ddp::backend {
 
 Mirrored::Mirrored(Backend& be, std::int64_t count) : be_(&be), device_(be.alloc(Shape{count})) {
-  host_ = be.device() == Device::cpu ? device_ : Tensor::zeros(Shape{count});
+  host_ = be.host_addressable() ? device_ : Tensor::zeros(Shape{count});
 }
 
 void Mirrored::pull() const {

@@ -196,7 +196,8 @@ void Model::backward(const Tensor& dlogits, const std::function<void(std::size_t
   for (std::size_t i = layers_.size(); i-- > 0;) {
     const Tensor& x = i == 0 ? input_view_ : views_act_[i - 1];
     if (layers_[i]->is_view()) {
-      dy = dy.reshaped(x.shape());
+      // Empty below the lowest layer that computes: no input gradient is needed there.
+      if (!dy.empty()) dy = dy.reshaped(x.shape());
     } else {
       // Gradient w.r.t. this layer's input lives in the buffer of the nearest non-view layer
       // below; none is needed when only the model input (or a view of it) lies below.

@@ -2,9 +2,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <ostream>
 
 #include "ddp/backend/cpu_backend.hpp"
@@ -68,6 +70,9 @@ Trainer::Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream&
       out_(out),
       be_(place.backend ? std::move(place.backend) : backend::make_cpu_backend()),
       grad_comm_(place.grad_comm ? place.grad_comm : &comm) {
+  // Device gradients cannot travel over the MPI communicator (host buffers only).
+  if (be_->device() != Device::cpu && comm.size() > 1 && !place.grad_comm)
+    throw Error("internal: a GPU trainer over several ranks needs a device communicator (NCCL)");
   const auto& d = cfg_.data;
   train_ = data::load_distributed(d.dataset, d.root, data::Split::train, d.distribute);
   test_ = data::load_distributed(d.dataset, d.root, data::Split::test, d.distribute);
@@ -105,6 +110,20 @@ Trainer::Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream&
     const auto mib = [](double m) { return static_cast<std::size_t>(m * 1024 * 1024); };
     sync_ = std::make_unique<sync::GradientSync>(*model_, *grad_comm_, mib(cfg_.comm.bucket_mb),
                                                  mib(cfg_.comm.first_bucket_mb));
+  }
+  // fp16 gradients underflow without loss scaling; train.loss_scale > 0 asks for it on any
+  // precision (and sets where it starts).
+  if (cfg_.train.loss_scale > 0)
+    scaler_ = LossScaler(cfg_.train.loss_scale);
+  else if (cfg_.runtime.precision == "fp16")
+    scaler_ = LossScaler(65536.0);
+  if (const char* f = std::getenv("DDP_FAULT_INF_GRAD")) {
+    long long r = -1, s = -1;
+    if (std::sscanf(f, "%lld:%lld", &r, &s) != 2 || r < 0 || s < 0)
+      throw ConfigError(std::string("DDP_FAULT_INF_GRAD = '") + f +
+                        "': expected RANK:STEP (test-only fault injection)");
+    fault_inf_rank_ = static_cast<int>(r);
+    fault_inf_step_ = s;
   }
   // Evaluation batches are micro-batches, never larger than a rank's share of a step.
   feed_ = std::make_unique<BatchFeed>(*be_, input.numel(), rank_batch_);
@@ -164,9 +183,18 @@ void Trainer::train_step(const float* images, const std::int32_t* labels, std::i
       const Tensor& logits = model_->forward(x, ctx);
       const Tensor dl = dlogits_.first(len);
       // Gradient of the global batch's mean loss: scale by the global size; the all-reduce sums.
-      be_->softmax_xent_accumulate(len, classes, logits.data(), labels + b,
-                                   static_cast<float>(cfg_.train.label_smoothing),
-                                   1.0f / static_cast<float>(global_size), dl.data());
+      // Times the loss scale, which the step divides out again (train_epoch).
+      be_->softmax_xent_accumulate(
+          len, classes, logits.data(), labels + b, static_cast<float>(cfg_.train.label_smoothing),
+          static_cast<float>(scaler_.scale() / static_cast<double>(global_size)), dl.data());
+      if (m == 0 && comm_.rank() == fault_inf_rank_ && global_step_ == fault_inf_step_) {
+        std::fprintf(stderr,
+                     "ddp_train: fault injection (DDP_FAULT_INF_GRAD, test only): rank %d "
+                     "overflows its gradient at step %lld\n",
+                     comm_.rank(), static_cast<long long>(global_step_));
+        // An inf in the loss gradient that backward spreads into the parameter gradients.
+        be_->fill(1, std::numeric_limits<float>::infinity(), dl.data());
+      }
       if (last && overlap) {
         model_->backward(dl, [this](std::size_t layer) { sync_->on_layer_done(layer); });
         sync_->finish();
@@ -184,6 +212,18 @@ void Trainer::train_step(const float* images, const std::int32_t* labels, std::i
       blocking_wait_s_ += seconds_since(t0);
     }
   }
+}
+
+void Trainer::average_buffers() {
+  if (comm_.size() == 1 || model_->host_buffers().empty()) return;
+  // Each rank's batch-norm running statistics saw only its own batches: every rank takes their
+  // mean (all-reduce, then the same scaling everywhere, so the replicas agree bitwise again).
+  model_->pull_state();
+  auto b = model_->host_buffers();
+  comm_.allreduce_sum(b);
+  const float inv = 1.0f / static_cast<float>(comm_.size());
+  for (float& v : b) v *= inv;
+  model_->push_state();
 }
 
 void Trainer::check_replicas() {
@@ -235,7 +275,13 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   while (auto b = feed_->next()) {
     lr = sched_->at(global_step_);
     train_step(b->images, b->labels, b->size, b->global_size, b->global_offset);
-    opt_->step(params, grads, lr);
+    // With loss scaling: the all-reduced gradients are unscaled and checked; an overflow on any
+    // rank is in every rank's sum, so all ranks skip the same steps.
+    const bool apply =
+        !scaler_.enabled() ||
+        scaler_.update(be_->unscale_check(static_cast<std::int64_t>(grads.size()), grads.data(),
+                                          static_cast<float>(1.0 / scaler_.scale())));
+    if (apply) opt_->step(params, grads, lr);
     ++global_step_;
     ++step;
     seen += b->size;
@@ -279,6 +325,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
     comm_.allreduce_sum(std::span<double>(sums, 1));
     comm_.allreduce_sum(std::span<std::int64_t>(counts, 2));
   }
+  average_buffers();
   check_replicas();
   EpochMetrics m;
   m.epoch = epoch + 1;
@@ -491,6 +538,12 @@ TrainResult Trainer::run() {
       m.test_samples = e.samples;
     }
     out_ << format_epoch_line(m) << "\n";
+    if (scaler_.enabled()) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "loss scale %g, %lld overflowing step(s) skipped so far\n",
+                    scaler_.scale(), static_cast<long long>(scaler_.skipped()));
+      out_ << buf;
+    }
     out_.flush();
     history_ += to_json(m) + "\n";
     if (log) log->write_epoch(m);

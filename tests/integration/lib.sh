@@ -6,6 +6,11 @@ BIN=$(realpath "$1")
 SRC=$(realpath "$2")
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ddp_it.XXXXXX")
 [ "${DDP_KEEP_WORK:-0}" = 1 ] || trap 'rm -rf "$WORK"' EXIT
+# These tests check CPU semantics (bitwise equalities, MPI stall reports) with runtime.device left
+# at "auto": hide any GPU so that a GPU host runs them as our GPU-less CI does. The GPU tests
+# (test_cuda_training.sh) restore the caller's value from DDP_CALLER_CUDA_VISIBLE_DEVICES.
+if [ -n "${CUDA_VISIBLE_DEVICES+x}" ]; then export DDP_CALLER_CUDA_VISIBLE_DEVICES="$CUDA_VISIBLE_DEVICES"; fi
+export CUDA_VISIBLE_DEVICES=""
 FASHION=/usr/share/datasets/fashion-mnist
 CIFAR="$SRC/../shared/data/cifar-10-batches-bin"
 
@@ -18,6 +23,7 @@ mpirun_local() {
   local extra=(--oversubscribe --mca btl self,vader,tcp --mca btl_tcp_if_include lo
                --mca oob_tcp_if_include lo)
   [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
+  [ -n "${CUDA_VISIBLE_DEVICES+x}" ] && extra+=(-x CUDA_VISIBLE_DEVICES)
   mpirun "${extra[@]}" "$@"
 }
 

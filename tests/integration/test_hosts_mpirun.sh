@@ -20,6 +20,7 @@ hosts_mpirun() {  # mpirun on ws1, the other host through the namespace "ssh"
   local extra=(--mca plm_rsh_agent "$SRC/tests/harness/ns_rsh.sh" --mca plm_rsh_no_tree_spawn 1
                --mca oob_tcp_if_include "$net" --mca btl self,vader,tcp --mca btl_tcp_if_include "$net")
   [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
+  extra+=(-x CUDA_VISIBLE_DEVICES)  # lib.sh hides GPUs: both "hosts" are one machine
   slc_ns ws1 mpirun "${extra[@]}" "$@"
 }
 

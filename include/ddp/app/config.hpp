@@ -51,6 +51,9 @@ struct TrainConfig {
   bool drop_last = false;       // drop the last, short batch of an epoch
   bool shuffle = true;
   double label_smoothing = 0.0;
+  // Dynamic loss scaling: 0 = automatic (on for runtime.precision = fp16, starting at 2^16, off
+  // otherwise); > 0: on, starting at this scale. Overflowing steps are skipped and halve the scale.
+  double loss_scale = 0.0;
   std::int64_t eval_every = 1;
   std::int64_t global_batch = 0;  // samples per step over all ranks (0 = batch_size x ranks)
   std::int64_t accumulate = 1;    // micro-batches per optimizer step (gradients synchronised once)
@@ -91,6 +94,9 @@ struct CommConfig {
 
 struct RuntimeConfig {
   std::string device = "auto";  // auto | cpu | cuda
+  // fp32 | bf16 | fp16: the precision of convolutions and linear layers on GPUs (tensor cores);
+  // master weights, activations and everything else stay fp32. fp16 implies dynamic loss scaling.
+  std::string precision = "fp32";
   std::int64_t threads = 0;     // compute threads per rank (0 = the cores this rank may use)
 };
 

@@ -136,6 +136,9 @@ class Backend {
   virtual void fill(std::int64_t count, float value, float* y) = 0;
   virtual void copy(std::int64_t count, const float* x, float* y) = 0;
   virtual void add(std::int64_t count, const float* x, float* y) = 0;  // y += x
+  // Dynamic loss scaling: g *= inv_scale; returns false when g held an inf or NaN (waits for a
+  // GPU).
+  virtual bool unscale_check(std::int64_t count, float* g, float inv_scale) = 0;
 
   // Memory. The defaults are the CPU's (host memory); a device backend overrides all four.
   // A zero-filled tensor of `shape` in this backend's memory.
@@ -144,6 +147,9 @@ class Backend {
   // copy is complete.
   virtual void upload(const float* host, float* dst, std::size_t count);
   virtual void download(const float* src, float* host, std::size_t count);
+  // Whether host code may read and write this backend's memory in place: then host mirrors are the
+  // buffers themselves (backend::Mirrored) and upload/download are never needed.
+  virtual bool host_addressable() const { return device() == Device::cpu; }
   // Waits for everything enqueued so far (a device backend's ops are asynchronous).
   virtual void synchronize() {}
 

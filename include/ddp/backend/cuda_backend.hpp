@@ -59,7 +59,13 @@ CudaDeviceInfo cuda_device_info(int device);
 // cuBLAS 13.0.2, NCCL 2.28.9"; the driver reads "no driver" without one. "" when not built.
 std::string cuda_versions();
 
+// The precision of convolutions and linear layers (their inputs and weights are rounded to it; the
+// products accumulate in fp32 on tensor cores, outputs and gradients return to fp32). Everything
+// else - activations, batch norm, the loss, master weights and optimizer state - stays fp32.
+enum class Precision { fp32, bf16, fp16 };
+
 struct CudaOptions {
+  Precision precision = Precision::fp32;
   // Upper bound of the one cuDNN workspace all layers of a backend share; a convolution algorithm
   // that needs more is not chosen.
   std::size_t workspace_limit_bytes = std::size_t{256} << 20;

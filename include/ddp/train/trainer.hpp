@@ -15,6 +15,7 @@
 #include "ddp/optim/optimizer.hpp"
 #include "ddp/sync/gradient_sync.hpp"
 #include "ddp/train/batch_feed.hpp"
+#include "ddp/train/loss_scaler.hpp"
 #include "ddp/train/metrics.hpp"
 
 namespace ddp::train {
@@ -70,6 +71,8 @@ class Trainer {
                   std::int64_t global_size, std::int64_t global_offset);
   // All ranks compare their weights' digest with rank 0's; a difference names the ranks.
   void check_replicas();
+  // Every rank's batch-norm running statistics become the mean over the ranks.
+  void average_buffers();
 
   app::Config cfg_;
   comm::Communicator& comm_;
@@ -83,10 +86,15 @@ class Trainer {
   std::unique_ptr<optim::LrSchedule> sched_;
   std::unique_ptr<sync::GradientSync> sync_;
   std::unique_ptr<BatchFeed> feed_;  // batches into the backend's memory
-  std::int64_t global_batch_ = 0;    // samples per optimizer step over all ranks
-  std::int64_t rank_batch_ = 0;      // the largest share of one rank
-  std::int64_t micro_batch_ = 0;  // the largest micro-batch (rank_batch_ / accumulate, rounded up)
-  Tensor accum_;                  // gradient accumulator over micro-batches
+  LossScaler scaler_;                // dynamic loss scaling (fp16), or disabled
+  // Test-only fault injection (DDP_FAULT_INF_GRAD=RANK:STEP): that rank's loss gradient gets an
+  // inf at that global step, an overflow the loss scaler must catch on every rank.
+  int fault_inf_rank_ = -1;
+  std::int64_t fault_inf_step_ = -1;
+  std::int64_t global_batch_ = 0;  // samples per optimizer step over all ranks
+  std::int64_t rank_batch_ = 0;    // the largest share of one rank
+  std::int64_t micro_batch_ = 0;   // the largest micro-batch (rank_batch_ / accumulate, rounded up)
+  Tensor accum_;                   // gradient accumulator over micro-batches
   std::vector<std::int64_t> sample_ids_;
   std::int64_t steps_per_epoch_ = 0;
   std::int64_t global_step_ = 0;

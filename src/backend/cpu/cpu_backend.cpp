@@ -64,6 +64,9 @@ class CpuBackend final : public Backend {
   void fill(std::int64_t count, float value, float* y) override { cpu::fill(count, value, y); }
   void copy(std::int64_t count, const float* x, float* y) override { cpu::copy(count, x, y); }
   void add(std::int64_t count, const float* x, float* y) override { cpu::add(count, x, y); }
+  bool unscale_check(std::int64_t count, float* g, float inv_scale) override {
+    return cpu::unscale_check(count, g, inv_scale);
+  }
 };
 
 }  // namespace

@@ -70,4 +70,16 @@ void add(std::int64_t count, const float* x, float* y) {
   for (std::int64_t i = 0; i < count; ++i) y[i] += x[i];
 }
 
+bool unscale_check(std::int64_t count, float* g, float inv_scale) {
+  // Counts instead of branching so the loop vectorises; x - x is 0 exactly when x is finite.
+  std::int64_t bad = 0;
+#pragma omp parallel for simd if (count >= kParallelMin) schedule(static) reduction(+ : bad)
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float v = g[i];
+    bad += (v - v) != 0.0f;
+    g[i] = v * inv_scale;
+  }
+  return bad == 0;
+}
+
 }  // namespace ddp::backend::cpu

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "cuda_handles.hpp"
 #include "ddp/backend/cuda_backend.hpp"
@@ -31,6 +32,19 @@ class Context {
   cudnnHandle_t cudnn() const { return cudnn_; }
   cublasHandle_t cublas() const { return cublas_; }
   cudnnMathType_t conv_math() const;
+  // Tensor-core math may be chosen: TF32 allowed, or reduced precision (which is for tensor cores).
+  bool tensor_ops_allowed() const;
+
+  // The reduced precision of convolutions and linear layers, or nullptr for fp32.
+  const Half* half() const { return half_ ? &*half_ : nullptr; }
+  cudnnDataType_t half_cudnn() const;
+  cudaDataType_t half_cublas() const;
+  // Scratch for reduced-precision copies (2 bytes per element), slots 0-3, each grown to at least
+  // `count` elements. Ops use them in compute-stream order, so all ops can share them.
+  void* half_scratch(int slot, std::int64_t count);
+  // A device flag for unscale_check and its pinned read-back.
+  unsigned int* bad_flag() const { return bad_flag_.as<unsigned int>(); }
+  unsigned int* bad_flag_host() const { return bad_host_.as<unsigned int>(); }
 
   // Waits for the compute stream.
   void sync() const;
@@ -87,6 +101,10 @@ class Context {
   ActivationDesc relu_desc_;
   DeviceBuffer workspace_, ones_, labels_, sample_ids_, logp_, per_sample_, flags_, loss_acc_;
   std::int64_t ones_count_ = 0;
+  std::optional<Half> half_;
+  std::array<DeviceBuffer, 4> half_scratch_;
+  DeviceBuffer bad_flag_;
+  PinnedBuffer bad_host_;
   PinnedBuffer loss_host_;
   // Pinned staging of pageable host arrays (a cudaMemcpyAsync straight from pageable memory may
   // synchronise with the stream): a small ring, each slot reused once its last copy is done.

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels.cuh"
 #include "ops.hpp"
 
 namespace ddp::backend::cuda {
@@ -34,14 +35,14 @@ struct Chosen {
 // entry's math type and returns the workspace it needs (nullopt: cuDNN refuses the combination).
 template <class Perf, class Prepare>
 std::optional<Chosen> choose(const std::vector<Perf>& ranking, const CudaOptions& o,
-                             Prepare prepare) {
+                             bool tensor_ops, Prepare prepare) {
   for (int pass = 0; pass < 2; ++pass) {
     const bool need_deterministic = pass == 0 && o.deterministic;
     if (pass == 1 && !o.deterministic) break;
     for (const Perf& p : ranking) {
       if (p.status != CUDNN_STATUS_SUCCESS) continue;
       if (need_deterministic && p.determinism != CUDNN_DETERMINISTIC) continue;
-      if (!o.allow_tf32 && tensor_op_math(p.mathType)) continue;
+      if (!tensor_ops && tensor_op_math(p.mathType)) continue;
       const std::optional<std::size_t> ws = prepare(p);
       if (!ws || *ws > o.workspace_limit_bytes) continue;
       return Chosen{static_cast<int>(p.algo), *ws, p.mathType,
@@ -62,13 +63,36 @@ class Conv final : public ConvOp {
       b_desc_ = make_tensor_desc();
       set_tensor_4d(b_desc_, 1, g.k, 1, 1);
     }
+    if (ctx_->half()) {
+      wh_desc_ = make_filter_desc();
+      DDP_CUDA_CHECK(
+          cudnnSetFilter4dDescriptor(wh_desc_, ctx_->half_cudnn(), CUDNN_TENSOR_NCHW,
+                                     to_int(g.k, "output channels"), to_int(g.c, "input channels"),
+                                     to_int(g.r, "kernel height"), to_int(g.s, "kernel width")));
+    }
   }
 
   void forward(std::int64_t n, const float* x, const float* w, const float* b, float* y) override {
     Plan& p = plan(n);
-    DDP_CUDA_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &kOne, p.x, x, w_desc_, w, p.fwd_desc,
-                                           static_cast<cudnnConvolutionFwdAlgo_t>(p.fwd.algo),
-                                           ctx_->workspace(), p.fwd.workspace, &kZero, p.y, y));
+    if (const Half* hf = ctx_->half()) {
+      // Inputs and weights rounded to 16 bits, products accumulated in fp32 (cuDNN's pseudo-half
+      // configuration), the output back to fp32.
+      const cudaStream_t s = ctx_->stream();
+      void* xh = ctx_->half_scratch(0, n * x_count());
+      void* wh = ctx_->half_scratch(1, w_count());
+      void* yh = ctx_->half_scratch(2, n * y_count());
+      launch_to_half(s, *hf, n * x_count(), x, xh);
+      launch_to_half(s, *hf, w_count(), w, wh);
+      DDP_CUDA_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &kOne, p.xh, xh, wh_desc_, wh,
+                                             p.fwd_desc,
+                                             static_cast<cudnnConvolutionFwdAlgo_t>(p.fwd.algo),
+                                             ctx_->workspace(), p.fwd.workspace, &kZero, p.yh, yh));
+      launch_from_half(s, *hf, n * y_count(), yh, y);
+    } else {
+      DDP_CUDA_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &kOne, p.x, x, w_desc_, w, p.fwd_desc,
+                                             static_cast<cudnnConvolutionFwdAlgo_t>(p.fwd.algo),
+                                             ctx_->workspace(), p.fwd.workspace, &kZero, p.y, y));
+    }
     if (g_.bias) DDP_CUDA_CHECK(cudnnAddTensor(ctx_->cudnn(), &kOne, b_desc_, b, &kOne, p.y, y));
   }
 
@@ -78,6 +102,31 @@ class Conv final : public ConvOp {
     if (g_.bias)
       DDP_CUDA_CHECK(
           cudnnConvolutionBackwardBias(ctx_->cudnn(), &kOne, p.y, dy, &kZero, b_desc_, db));
+    if (const Half* hf = ctx_->half()) {
+      const cudaStream_t s = ctx_->stream();
+      void* xh = ctx_->half_scratch(0, n * x_count());
+      void* wh = ctx_->half_scratch(1, w_count());
+      void* dyh = ctx_->half_scratch(2, n * y_count());
+      void* dwh = ctx_->half_scratch(3, w_count());
+      launch_to_half(s, *hf, n * x_count(), x, xh);
+      launch_to_half(s, *hf, n * y_count(), dy, dyh);
+      DDP_CUDA_CHECK(cudnnConvolutionBackwardFilter(
+          ctx_->cudnn(), &kOne, p.xh, xh, p.yh, dyh, p.filter_desc,
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.filter.algo), ctx_->workspace(),
+          p.filter.workspace, &kZero, wh_desc_, dwh));
+      launch_from_half(s, *hf, w_count(), dwh, dw);
+      if (dx) {
+        if (!p.data) plan_data(p, n);
+        launch_to_half(s, *hf, w_count(), w, wh);
+        // The input's copy is no longer needed: its slot takes the input gradient (stream order).
+        DDP_CUDA_CHECK(
+            cudnnConvolutionBackwardData(ctx_->cudnn(), &kOne, wh_desc_, wh, p.yh, dyh, p.data_desc,
+                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(p.data->algo),
+                                         ctx_->workspace(), p.data->workspace, &kZero, p.xh, xh));
+        launch_from_half(s, *hf, n * x_count(), xh, dx);
+      }
+      return;
+    }
     DDP_CUDA_CHECK(
         cudnnConvolutionBackwardFilter(ctx_->cudnn(), &kOne, p.x, x, p.y, dy, p.filter_desc,
                                        static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.filter.algo),
@@ -94,6 +143,7 @@ class Conv final : public ConvOp {
  private:
   struct Plan {
     TensorDesc x, y;
+    TensorDesc xh, yh;                          // reduced precision (unset for fp32)
     ConvDesc fwd_desc, filter_desc, data_desc;  // one per pass: each carries its algorithm's math
     Chosen fwd, filter;
     std::optional<Chosen> data;
@@ -106,6 +156,14 @@ class Conv final : public ConvOp {
            s(g_.stride) + ", padding " + s(g_.pad) + ", batch " + s(n) + ")";
   }
 
+  std::int64_t x_count() const { return g_.c * g_.h * g_.w; }  // per sample
+  std::int64_t y_count() const { return g_.k * g_.oh * g_.ow; }
+  std::int64_t w_count() const { return g_.k * g_.c * g_.r * g_.s; }
+  // The descriptors the convolution itself runs on: fp32 or the reduced precision.
+  cudnnTensorDescriptor_t cx(const Plan& p) const { return ctx_->half() ? p.xh.get() : p.x.get(); }
+  cudnnTensorDescriptor_t cy(const Plan& p) const { return ctx_->half() ? p.yh.get() : p.y.get(); }
+  cudnnFilterDescriptor_t cw() const { return ctx_->half() ? wh_desc_.get() : w_desc_.get(); }
+
   ConvDesc make_desc() const {
     ConvDesc d = make_conv_desc();
     const int pad = to_int(g_.pad, "padding"), stride = to_int(g_.stride, "stride");
@@ -115,9 +173,10 @@ class Conv final : public ConvOp {
     return d;
   }
 
-  // The math type a chosen algorithm runs with: FMA unless TF32 is allowed, then cuDNN's choice.
+  // The math type a chosen algorithm runs with: FMA unless tensor cores are allowed (TF32, or a
+  // reduced precision), then cuDNN's choice.
   cudnnMathType_t math_for(cudnnMathType_t ranked) const {
-    return ctx_->options().allow_tf32 ? ranked : CUDNN_FMA_MATH;
+    return ctx_->tensor_ops_allowed() ? ranked : CUDNN_FMA_MATH;
   }
 
   [[noreturn]] void no_algorithm(const char* pass, std::int64_t n) const {
@@ -135,6 +194,12 @@ class Conv final : public ConvOp {
     p.y = make_tensor_desc();
     set_tensor_4d(p.x, n, g_.c, g_.h, g_.w);
     set_tensor_4d(p.y, n, g_.k, g_.oh, g_.ow);
+    if (ctx_->half()) {
+      p.xh = make_tensor_desc();
+      p.yh = make_tensor_desc();
+      set_tensor_4d(p.xh, n, g_.c, g_.h, g_.w, ctx_->half_cudnn());
+      set_tensor_4d(p.yh, n, g_.k, g_.oh, g_.ow, ctx_->half_cudnn());
+    }
     p.fwd_desc = make_desc();
     p.filter_desc = make_desc();
     p.data_desc = make_desc();
@@ -153,19 +218,20 @@ class Conv final : public ConvOp {
       std::vector<cudnnConvolutionFwdAlgoPerf_t> r(static_cast<std::size_t>(max));
       int got = 0;
       if (o.benchmark)
-        DDP_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithm(h, p.x, w_desc_, p.fwd_desc, p.y, max,
+        DDP_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithm(h, cx(p), cw(), p.fwd_desc, cy(p), max,
                                                             &got, r.data()));
       else
-        DDP_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, p.x, w_desc_, p.fwd_desc, p.y, max,
-                                                              &got, r.data()));
+        DDP_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, cx(p), cw(), p.fwd_desc, cy(p),
+                                                              max, &got, r.data()));
       r.resize(static_cast<std::size_t>(got));
       auto c = choose(
-          r, o, [&](const cudnnConvolutionFwdAlgoPerf_t& perf) -> std::optional<std::size_t> {
+          r, o, ctx_->tensor_ops_allowed(),
+          [&](const cudnnConvolutionFwdAlgoPerf_t& perf) -> std::optional<std::size_t> {
             std::size_t ws = 0;
             if (cudnnSetConvolutionMathType(p.fwd_desc, math_for(perf.mathType)) !=
                     CUDNN_STATUS_SUCCESS ||
-                cudnnGetConvolutionForwardWorkspaceSize(h, p.x, w_desc_, p.fwd_desc, p.y, perf.algo,
-                                                        &ws) != CUDNN_STATUS_SUCCESS)
+                cudnnGetConvolutionForwardWorkspaceSize(h, cx(p), cw(), p.fwd_desc, cy(p),
+                                                        perf.algo, &ws) != CUDNN_STATUS_SUCCESS)
               return std::nullopt;
             return ws;
           });
@@ -178,19 +244,20 @@ class Conv final : public ConvOp {
       std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> r(static_cast<std::size_t>(max));
       int got = 0;
       if (o.benchmark)
-        DDP_CUDA_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(h, p.x, p.y, p.filter_desc,
-                                                                   w_desc_, max, &got, r.data()));
+        DDP_CUDA_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(h, cx(p), cy(p), p.filter_desc,
+                                                                   cw(), max, &got, r.data()));
       else
-        DDP_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.x, p.y, p.filter_desc,
-                                                                     w_desc_, max, &got, r.data()));
+        DDP_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, cx(p), cy(p), p.filter_desc,
+                                                                     cw(), max, &got, r.data()));
       r.resize(static_cast<std::size_t>(got));
       auto c = choose(
-          r, o, [&](const cudnnConvolutionBwdFilterAlgoPerf_t& perf) -> std::optional<std::size_t> {
+          r, o, ctx_->tensor_ops_allowed(),
+          [&](const cudnnConvolutionBwdFilterAlgoPerf_t& perf) -> std::optional<std::size_t> {
             std::size_t ws = 0;
             if (cudnnSetConvolutionMathType(p.filter_desc, math_for(perf.mathType)) !=
                     CUDNN_STATUS_SUCCESS ||
                 cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                    h, p.x, p.y, p.filter_desc, w_desc_, perf.algo, &ws) != CUDNN_STATUS_SUCCESS)
+                    h, cx(p), cy(p), p.filter_desc, cw(), perf.algo, &ws) != CUDNN_STATUS_SUCCESS)
               return std::nullopt;
             return ws;
           });
@@ -209,18 +276,19 @@ class Conv final : public ConvOp {
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> r(static_cast<std::size_t>(max));
     int got = 0;
     if (o.benchmark)
-      DDP_CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(h, w_desc_, p.y, p.data_desc, p.x,
+      DDP_CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(h, cw(), cy(p), p.data_desc, cx(p),
                                                                max, &got, r.data()));
     else
-      DDP_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w_desc_, p.y, p.data_desc, p.x,
+      DDP_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, cw(), cy(p), p.data_desc, cx(p),
                                                                  max, &got, r.data()));
     r.resize(static_cast<std::size_t>(got));
     auto c = choose(
-        r, o, [&](const cudnnConvolutionBwdDataAlgoPerf_t& perf) -> std::optional<std::size_t> {
+        r, o, ctx_->tensor_ops_allowed(),
+        [&](const cudnnConvolutionBwdDataAlgoPerf_t& perf) -> std::optional<std::size_t> {
           std::size_t ws = 0;
           if (cudnnSetConvolutionMathType(p.data_desc, math_for(perf.mathType)) !=
                   CUDNN_STATUS_SUCCESS ||
-              cudnnGetConvolutionBackwardDataWorkspaceSize(h, w_desc_, p.y, p.data_desc, p.x,
+              cudnnGetConvolutionBackwardDataWorkspaceSize(h, cw(), cy(p), p.data_desc, cx(p),
                                                            perf.algo, &ws) != CUDNN_STATUS_SUCCESS)
             return std::nullopt;
           return ws;
@@ -232,7 +300,7 @@ class Conv final : public ConvOp {
 
   std::shared_ptr<Context> ctx_;
   ConvGeom g_;
-  FilterDesc w_desc_;
+  FilterDesc w_desc_, wh_desc_;
   TensorDesc b_desc_;
   std::map<std::int64_t, Plan> plans_;
 };

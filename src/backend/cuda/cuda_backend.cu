@@ -35,6 +35,24 @@ Context::Context(int device, const CudaOptions& options) : device_(device), opti
   loss_acc_ = DeviceBuffer(device, 2 * sizeof(LossAccumulator));
   loss_host_ = PinnedBuffer(device, 2 * sizeof(LossAccumulator));
   for (auto& slot : host_slots_) slot.copied = make_event();
+  if (options_.precision == Precision::fp16) half_ = Half::fp16;
+  if (options_.precision == Precision::bf16) half_ = Half::bf16;
+  bad_flag_ = DeviceBuffer(device, sizeof(unsigned int));
+  bad_host_ = PinnedBuffer(device, sizeof(unsigned int));
+}
+
+cudnnDataType_t Context::half_cudnn() const {
+  return half_ == Half::bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+}
+
+cudaDataType_t Context::half_cublas() const {
+  return half_ == Half::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+}
+
+void* Context::half_scratch(int slot, std::int64_t count) {
+  DeviceBuffer& b = half_scratch_.at(static_cast<std::size_t>(slot));
+  grow(b, static_cast<std::size_t>(count) * 2);
+  return b.data();
 }
 
 Context::~Context() {
@@ -45,7 +63,12 @@ Context::~Context() {
 }
 
 cudnnMathType_t Context::conv_math() const {
+  if (half_) return CUDNN_TENSOR_OP_MATH;
   return options_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
+bool Context::tensor_ops_allowed() const {
+  return options_.allow_tf32 || half_.has_value();
 }
 
 void Context::sync() const {
@@ -255,6 +278,14 @@ class CudaBackendImpl final : public CudaBackend {
   void add(std::int64_t count, const float* x, float* y) override {
     launch_add(ctx_->stream(), count, x, y);
   }
+  bool unscale_check(std::int64_t count, float* g, float inv_scale) override {
+    DDP_CUDA_CHECK(cudaMemsetAsync(ctx_->bad_flag(), 0, sizeof(unsigned int), ctx_->stream()));
+    launch_unscale_check(ctx_->stream(), count, g, inv_scale, ctx_->bad_flag());
+    DDP_CUDA_CHECK(cudaMemcpyAsync(ctx_->bad_flag_host(), ctx_->bad_flag(), sizeof(unsigned int),
+                                   cudaMemcpyDeviceToHost, ctx_->stream()));
+    ctx_->sync();
+    return *ctx_->bad_flag_host() == 0;
+  }
 
   int device_index() const override { return ctx_->device(); }
   const CudaDeviceInfo& device_info() const override { return ctx_->info(); }
@@ -353,6 +384,11 @@ std::unique_ptr<CudaBackend> make_cuda_backend(int device, const CudaOptions& op
                       std::to_string(info.cc_minor) +
                       ") cannot run this build's kernels: " + cuda::describe_cuda_error(e));
   }
+  // bf16 convolutions and GEMMs need Ampere's tensor cores (cuDNN has no bf16 kernels before).
+  if (options.precision == Precision::bf16 && info.cc_major < 8)
+    throw ConfigError("runtime.precision = bf16 needs a GPU of compute capability 8.0 or newer (" +
+                      info.name + " is " + std::to_string(info.cc_major) + "." +
+                      std::to_string(info.cc_minor) + "): use fp16 or fp32");
   return std::make_unique<cuda::CudaBackendImpl>(std::make_shared<cuda::Context>(device, options));
 }
 

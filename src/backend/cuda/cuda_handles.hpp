@@ -122,7 +122,7 @@ class DeviceGuard {
 
 // NCHW float tensor descriptor; throws when an extent does not fit cuDNN's int.
 void set_tensor_4d(cudnnTensorDescriptor_t d, std::int64_t n, std::int64_t c, std::int64_t h,
-                   std::int64_t w);
+                   std::int64_t w, cudnnDataType_t type = CUDNN_DATA_FLOAT);
 // Narrowing to int for the C APIs, with a clear error instead of a silent wrap-around.
 int to_int(std::int64_t v, const char* what);
 

@@ -107,14 +107,14 @@ int to_int(std::int64_t v, const char* what) {
 }
 
 void set_tensor_4d(cudnnTensorDescriptor_t d, std::int64_t n, std::int64_t c, std::int64_t h,
-                   std::int64_t w) {
+                   std::int64_t w, cudnnDataType_t type) {
   if (n * c * h * w > 0x7fffffff)
     throw Error("CUDA backend: a tensor of " + std::to_string(n) + "x" + std::to_string(c) + "x" +
                 std::to_string(h) + "x" + std::to_string(w) +
                 " elements exceeds cuDNN's 2^31 limit; use a smaller batch");
-  DDP_CUDA_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                            to_int(n, "batch"), to_int(c, "channels"),
-                                            to_int(h, "height"), to_int(w, "width")));
+  DDP_CUDA_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, type, to_int(n, "batch"),
+                                            to_int(c, "channels"), to_int(h, "height"),
+                                            to_int(w, "width")));
 }
 
 }  // namespace cuda

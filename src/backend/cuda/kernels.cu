@@ -3,6 +3,9 @@
 // The build compiles this file with --fmad=false, so products and sums round separately, as on the
 // CPU, and the optimizer updates, the dropout masks and the loss gradient agree with the CPU's bit
 // for bit given the same inputs (the transcendental functions of the loss excepted).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -58,6 +61,36 @@ __global__ void mul_kernel(std::int64_t count, const float* __restrict__ a,
 // cpu::fill
 __global__ void fill_kernel(std::int64_t count, float value, float* __restrict__ y) {
   for (std::int64_t i = first_index(); i < count; i += grid_stride()) y[i] = value;
+}
+
+// cpu::unscale_check
+__global__ void unscale_check_kernel(std::int64_t count, float* __restrict__ g, float inv_scale,
+                                     unsigned int* bad) {
+  unsigned int mine = 0;
+  for (std::int64_t i = first_index(); i < count; i += grid_stride()) {
+    const float v = g[i];
+    mine |= (v - v) != 0.0f ? 1u : 0u;
+    g[i] = v * inv_scale;
+  }
+  if (mine) atomicOr(bad, 1u);
+}
+
+__global__ void to_fp16_kernel(std::int64_t count, const float* __restrict__ x,
+                               __half* __restrict__ y) {
+  for (std::int64_t i = first_index(); i < count; i += grid_stride()) y[i] = __float2half_rn(x[i]);
+}
+__global__ void to_bf16_kernel(std::int64_t count, const float* __restrict__ x,
+                               __nv_bfloat16* __restrict__ y) {
+  for (std::int64_t i = first_index(); i < count; i += grid_stride())
+    y[i] = __float2bfloat16_rn(x[i]);
+}
+__global__ void from_fp16_kernel(std::int64_t count, const __half* __restrict__ x,
+                                 float* __restrict__ y) {
+  for (std::int64_t i = first_index(); i < count; i += grid_stride()) y[i] = __half2float(x[i]);
+}
+__global__ void from_bf16_kernel(std::int64_t count, const __nv_bfloat16* __restrict__ x,
+                                 float* __restrict__ y) {
+  for (std::int64_t i = first_index(); i < count; i += grid_stride()) y[i] = __bfloat162float(x[i]);
 }
 
 // cpu::add (y += x)
@@ -257,6 +290,34 @@ void launch_xent(cudaStream_t s, std::int64_t n, std::int64_t classes, const flo
   }
   xent_reduce_kernel<<<1, kThreads, 0, s>>>(n, per_sample, flags, acc);
   DDP_CHECK_LAUNCH("xent_reduce_kernel");
+}
+
+void launch_unscale_check(cudaStream_t s, std::int64_t count, float* g, float inv_scale,
+                          unsigned int* bad) {
+  if (count <= 0) return;
+  unscale_check_kernel<<<blocks_for(count), kThreads, 0, s>>>(count, g, inv_scale, bad);
+  DDP_CHECK_LAUNCH("unscale_check_kernel");
+}
+
+void launch_to_half(cudaStream_t s, Half h, std::int64_t count, const float* x, void* out) {
+  if (count <= 0) return;
+  if (h == Half::fp16)
+    to_fp16_kernel<<<blocks_for(count), kThreads, 0, s>>>(count, x, static_cast<__half*>(out));
+  else
+    to_bf16_kernel<<<blocks_for(count), kThreads, 0, s>>>(count, x,
+                                                          static_cast<__nv_bfloat16*>(out));
+  DDP_CHECK_LAUNCH("to_half_kernel");
+}
+
+void launch_from_half(cudaStream_t s, Half h, std::int64_t count, const void* x, float* out) {
+  if (count <= 0) return;
+  if (h == Half::fp16)
+    from_fp16_kernel<<<blocks_for(count), kThreads, 0, s>>>(count, static_cast<const __half*>(x),
+                                                            out);
+  else
+    from_bf16_kernel<<<blocks_for(count), kThreads, 0, s>>>(
+        count, static_cast<const __nv_bfloat16*>(x), out);
+  DDP_CHECK_LAUNCH("from_half_kernel");
 }
 
 const void* probe_kernel() {

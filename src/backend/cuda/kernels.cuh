@@ -39,6 +39,18 @@ void launch_xent(cudaStream_t s, std::int64_t n, std::int64_t classes, const flo
                  float grad_scale, float* dlogits, double* per_sample, unsigned char* flags,
                  LossAccumulator* acc);
 
+// Dynamic loss scaling (cpu::unscale_check): g *= inv_scale; *bad (device) becomes non-zero when
+// an element of g was an inf or NaN. The caller zeroes *bad first.
+void launch_unscale_check(cudaStream_t s, std::int64_t count, float* g, float inv_scale,
+                          unsigned int* bad);
+
+// Reduced-precision copies for the tensor-core paths of convolution and linear layers.
+enum class Half { fp16, bf16 };
+// fp32 -> fp16/bf16 (round to nearest even) into `out` (count 2-byte values).
+void launch_to_half(cudaStream_t s, Half h, std::int64_t count, const float* x, void* out);
+// fp16/bf16 -> fp32.
+void launch_from_half(cudaStream_t s, Half h, std::int64_t count, const void* x, float* out);
+
 // A kernel of this file, for cudaFuncGetAttributes: tells whether this build has code for the GPU.
 const void* probe_kernel();
 

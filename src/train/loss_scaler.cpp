@@ -1,0 +1,36 @@
+#include "ddp/train/loss_scaler.hpp"
+
+#include <algorithm>
+
+namespace ddp::train {
+
+LossScaler::LossScaler(double initial, double growth, double backoff, std::int64_t growth_interval)
+    : enabled_(true),
+      scale_(initial),
+      growth_(growth),
+      backoff_(backoff),
+      interval_(growth_interval) {}
+
+bool LossScaler::update(bool finite) {
+  if (!enabled_) return true;
+  if (!finite) {
+    // Never below the smallest normal float: a scale of 0 would hide every gradient.
+    scale_ = std::max(scale_ * backoff_, 1.1754943508222875e-38);
+    good_ = 0;
+    ++skipped_;
+    return false;
+  }
+  if (++good_ >= interval_) {
+    // Stays representable as a float (the factor reaches the kernels as one).
+    scale_ = std::min(scale_ * growth_, 1.7e38);
+    good_ = 0;
+  }
+  return true;
+}
+
+void LossScaler::restore(double scale, std::int64_t good_steps) {
+  scale_ = scale;
+  good_ = good_steps;
+}
+
+}  // namespace ddp::train

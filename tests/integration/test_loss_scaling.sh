@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Dynamic loss scaling through the real binary, on the CPU (the same trainer code scales, unscales
+# and skips on GPUs, where runtime.precision = fp16 turns it on):
+#  - a power-of-two loss scale changes no bit of the result (scaling by 2^k is exact in fp32);
+#  - an overflow on one rank (test-only fault injection: an inf in rank 1's loss gradient at
+#    step 5) is skipped by every rank alike: 1 step skipped, the scale halved, the replicas still
+#    equal (checked every epoch), and the run ends like an uninterrupted one, one step short;
+#  - runtime.precision = fp16/bf16 on a job that trains on the CPU is refused, naming the key.
+source "$(dirname "$0")/lib.sh"
+[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+common=(--config "$SRC/configs/fashion_mnist.toml" --data.train_limit 6000 --data.test_limit 1000
+        --train.epochs 2 --runtime.threads 1)
+run() {  # run NAME NP ARGS...
+  local name=$1 np=$2; shift 2
+  mpirun_local -np "$np" -x DDP_FAULT_INF_GRAD "$BIN" "${common[@]}" --run-dir "$WORK/$name" "$@" \
+    > "$WORK/$name.log" 2>&1 || { cat "$WORK/$name.log"; fail "run $name failed"; }
+}
+digest() { summary_field "$WORK/$1/metrics.jsonl" weights_digest; }
+
+run plain 2
+run scaled 2 --train.loss_scale 1024
+grep -q "^loss scale 1024, 0 overflowing step(s) skipped" "$WORK/scaled.log" ||
+  { cat "$WORK/scaled.log"; fail "no loss-scale report"; }
+[ "$(digest scaled)" = "$(digest plain)" ] ||
+  fail "loss scale 1024 changed the weights: $(digest scaled) vs $(digest plain)"
+echo "  loss scale 1024: weights bitwise those of the unscaled run ($(digest plain))"
+
+DDP_FAULT_INF_GRAD=1:5 run overflow 2 --train.loss_scale 1024
+grep -q "rank 1 overflows its gradient at step 5" "$WORK/overflow.log" || fail "the fault was not injected"
+grep -q "^loss scale 512, 1 overflowing step(s) skipped so far" "$WORK/overflow.log" ||
+  { cat "$WORK/overflow.log"; fail "the overflow was not skipped once with the scale halved"; }
+grep -q "^final test accuracy" "$WORK/overflow.log" || fail "the run with an overflow did not finish"
+[ "$(digest overflow)" != "$(digest scaled)" ] || fail "the skipped step changed nothing"
+echo "  inf on rank 1 at step 5: every rank skipped it, scale 1024 -> 512, replicas equal"
+
+for p in fp16 bf16; do
+  if "$BIN" "${common[@]}" --run-dir "$WORK/p$p" --runtime.device cpu --runtime.precision $p \
+    > "$WORK/p$p.log" 2>&1; then fail "precision $p on the CPU was accepted"; fi
+  grep -q "runtime.precision = \"$p\" needs GPUs" "$WORK/p$p.log" || { cat "$WORK/p$p.log"; fail "unclear error for $p on the CPU"; }
+done
+pass "loss scaling is exact, overflows are skipped on every rank, reduced precision on CPUs refused"

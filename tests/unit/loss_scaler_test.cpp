@@ -1,0 +1,71 @@
+// Dynamic loss scaling: the scale's rules and the CPU's unscale-and-check kernel (the GPU's is
+// compared with it in cuda_backend_test.cpp; the whole mechanism across ranks runs in
+// test_loss_scaling.sh).
+#include "ddp/train/loss_scaler.hpp"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <vector>
+
+#include "ddp/backend/cpu_backend.hpp"
+
+namespace ddp::train {
+namespace {
+
+TEST(LossScaler, DisabledAppliesEveryStepAtScaleOne) {
+  LossScaler s;
+  EXPECT_FALSE(s.enabled());
+  EXPECT_EQ(s.scale(), 1.0);
+  EXPECT_TRUE(s.update(false));  // nothing is checked, nothing skipped
+  EXPECT_EQ(s.skipped(), 0);
+}
+
+TEST(LossScaler, OverflowSkipsAndHalvesGoodStepsDoubleAfterTheInterval) {
+  LossScaler s(65536.0, 2.0, 0.5, 3);
+  EXPECT_TRUE(s.update(true));
+  EXPECT_TRUE(s.update(true));
+  EXPECT_EQ(s.scale(), 65536.0);
+  EXPECT_TRUE(s.update(true));  // third good step in a row: grows
+  EXPECT_EQ(s.scale(), 131072.0);
+  EXPECT_FALSE(s.update(false));
+  EXPECT_EQ(s.scale(), 65536.0);
+  EXPECT_EQ(s.skipped(), 1);
+  EXPECT_EQ(s.good_steps(), 0);
+  EXPECT_TRUE(s.update(true));
+  EXPECT_TRUE(s.update(true));
+  EXPECT_FALSE(s.update(false));  // the streak restarts
+  EXPECT_EQ(s.scale(), 32768.0);
+  EXPECT_EQ(s.skipped(), 2);
+}
+
+TEST(LossScaler, ScaleStaysAPositiveFiniteFloat) {
+  LossScaler low(1e-37, 2.0, 0.5, 1);
+  for (int i = 0; i < 10; ++i) low.update(false);
+  EXPECT_GT(static_cast<float>(low.scale()), 0.0f);
+  LossScaler high(1e38, 2.0, 0.5, 1);
+  for (int i = 0; i < 10; ++i) high.update(true);
+  EXPECT_LT(static_cast<float>(high.scale()), std::numeric_limits<float>::infinity());
+}
+
+TEST(LossScaler, CpuUnscaleCheckScalesExactlyAndFindsInfAndNan) {
+  auto be = backend::make_cpu_backend();
+  for (std::size_t n : {std::size_t{7}, std::size_t{1} << 17}) {  // serial and parallel paths
+    std::vector<float> g(n);
+    for (std::size_t i = 0; i < n; ++i) g[i] = static_cast<float>(i % 97) * 3.0f - 100.0f;
+    auto want = g;
+    for (auto& v : want) v *= 0.25f;
+    EXPECT_TRUE(be->unscale_check(static_cast<std::int64_t>(n), g.data(), 0.25f));
+    EXPECT_EQ(g, want);
+    for (float bad :
+         {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+          std::numeric_limits<float>::quiet_NaN()}) {
+      g[n / 2] = bad;
+      EXPECT_FALSE(be->unscale_check(static_cast<std::int64_t>(n), g.data(), 1.0f)) << bad;
+      g[n / 2] = 0.0f;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ddp::train
