@@ -234,6 +234,29 @@ std::uint64_t get_attr_u64(hid_t file, const std::string& path, const char* name
   return v;
 }
 
+void set_attr_f64(hid_t file, const std::string& path, const char* name, double value) {
+  write_attr(file, path, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
+}
+
+double get_attr_f64(hid_t file, const std::string& path, const char* name) {
+  const std::string what = "attribute " + path + " " + name;
+  Object obj(check_id(H5Oopen(file, path.c_str(), H5P_DEFAULT), "opening " + path));
+  Attribute a(check_id(H5Aopen(obj, name, H5P_DEFAULT), "opening " + what));
+  Datatype t(check_id(H5Aget_type(a), "reading the type of " + what));
+  if (H5Tget_class(t) != H5T_FLOAT) throw Failure(what + ": not a floating-point number");
+  Dataspace s(check_id(H5Aget_space(a), "reading the shape of " + what));
+  if (H5Sget_simple_extent_npoints(s) != 1) throw Failure(what + ": not a single value");
+  double v = 0;
+  check(H5Aread(a, H5T_NATIVE_DOUBLE, &v), "reading " + what);
+  return v;
+}
+
+bool has_attr(hid_t file, const std::string& path, const char* name) {
+  const htri_t r = H5Aexists_by_name(file, path.c_str(), name, H5P_DEFAULT);
+  if (r < 0) throw Failure("looking for attribute " + path + " " + name + ": " + last_error());
+  return r > 0;
+}
+
 std::string get_attr_string(hid_t file, const std::string& path, const char* name) {
   const std::string what = "attribute " + path + " " + name;
   // Through the object, which stays open while the attribute is in use.

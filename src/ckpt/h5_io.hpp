@@ -55,5 +55,8 @@ void set_attr_string(hid_t file, const std::string& path, const char* name,
 std::int64_t get_attr_i64(hid_t file, const std::string& path, const char* name);
 std::uint64_t get_attr_u64(hid_t file, const std::string& path, const char* name);
 std::string get_attr_string(hid_t file, const std::string& path, const char* name);
+void set_attr_f64(hid_t file, const std::string& path, const char* name, double value);
+double get_attr_f64(hid_t file, const std::string& path, const char* name);
+bool has_attr(hid_t file, const std::string& path, const char* name);
 
 }  // namespace ddp::ckpt::h5

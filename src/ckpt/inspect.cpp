@@ -34,6 +34,9 @@ std::string inspect(const std::filesystem::path& file) {
   os << ", global step " << p.global_step << ", " << p.samples_seen << " samples seen\n";
   os << "seed          " << m.seed << "\n";
   os << "world size    " << m.world_size << " (resuming may use another)\n";
+  if (m.loss_scale > 0)
+    os << "loss scale    " << m.loss_scale << " (" << m.loss_scale_good_steps
+       << " good steps since it last changed)\n";
   os << "config        digest " << digest << " (FNV-1a 64 of " << m.config_toml.size()
      << " bytes of TOML; read it with h5dump -d /meta/config_toml)\n";
   os << "optimizer     " << (s.optimizer_name.empty() ? "(unnamed)" : s.optimizer_name) << ", "

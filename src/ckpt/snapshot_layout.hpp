@@ -23,6 +23,8 @@ inline constexpr const char* kSamplesSeen = "samples_seen";
 inline constexpr const char* kGlobalStep = "global_step";
 inline constexpr const char* kSeed = "seed";
 inline constexpr const char* kWorldSize = "world_size";
+inline constexpr const char* kLossScale = "loss_scale";
+inline constexpr const char* kLossScaleGoodSteps = "loss_scale_good_steps";
 // Attributes of /optimizer.
 inline constexpr const char* kOptimizerName = "name";
 inline constexpr const char* kOptimizerSteps = "steps";

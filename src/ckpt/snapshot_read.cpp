@@ -76,6 +76,11 @@ SnapshotMeta read_meta_from(const OpenFile& f) {
   meta.position.global_step = h5::get_attr_i64(f.file, m, layout::kGlobalStep);
   meta.seed = h5::get_attr_u64(f.file, m, layout::kSeed);
   meta.world_size = h5::get_attr_i64(f.file, m, layout::kWorldSize);
+  // Added within format version 1: files written before have no loss scale (none was used).
+  if (h5::has_attr(f.file, m, layout::kLossScale)) {
+    meta.loss_scale = h5::get_attr_f64(f.file, m, layout::kLossScale);
+    meta.loss_scale_good_steps = h5::get_attr_i64(f.file, m, layout::kLossScaleGoodSteps);
+  }
   meta.config_toml = h5::read_string(f.file, layout::kConfigToml, f.size);
   meta.metrics_jsonl = h5::read_string(f.file, layout::kMetricsJsonl, f.size);
   // The header is outside the checksum and orders snapshots in a directory: it must agree.

@@ -105,6 +105,8 @@ std::vector<char> build_image(const fs::path& tmp, const std::vector<Entry>& ent
   h5::set_attr_i64(f, m, layout::kGlobalStep, meta.position.global_step);
   h5::set_attr_u64(f, m, layout::kSeed, meta.seed);
   h5::set_attr_i64(f, m, layout::kWorldSize, meta.world_size);
+  h5::set_attr_f64(f, m, layout::kLossScale, meta.loss_scale);
+  h5::set_attr_i64(f, m, layout::kLossScaleGoodSteps, meta.loss_scale_good_steps);
   h5::write_string(f, layout::kConfigToml, meta.config_toml);
   h5::write_string(f, layout::kMetricsJsonl, meta.metrics_jsonl);
 

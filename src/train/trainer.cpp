@@ -388,7 +388,9 @@ void Trainer::resume() {
   if (r.empty()) return;
   const std::filesystem::path dir = cfg_.run.dir;
   // Rank 0 reads the snapshot (the run directory need not be shared); the state travels over MPI.
-  std::vector<std::int64_t> pos(6, 0);  // found, epoch, step, samples, global step, opt steps
+  // found, epoch, step, samples, global step, opt steps, loss-scale good steps
+  std::vector<std::int64_t> pos(7, 0);
+  double loss_scale = 0.0;
   std::string history;
   std::exception_ptr error;
   if (comm_.rank() == 0) try {
@@ -406,7 +408,14 @@ void Trainer::resume() {
         const ckpt::Snapshot snap = ckpt::read_snapshot(*file);
         ckpt::restore(snap, *model_, *opt_);
         const auto& p = snap.meta.position;
-        pos = {1, p.epoch, p.step_in_epoch, p.samples_seen, p.global_step, snap.optimizer_steps};
+        pos = {1,
+               p.epoch,
+               p.step_in_epoch,
+               p.samples_seen,
+               p.global_step,
+               snap.optimizer_steps,
+               snap.meta.loss_scale_good_steps};
+        loss_scale = snap.meta.loss_scale;
         history = snap.meta.metrics_jsonl;
         out_ << "resume: " << file->string() << " (epoch " << p.epoch << ", step "
              << p.step_in_epoch << ", written by " << snap.meta.world_size << " rank(s))\n";
@@ -425,6 +434,7 @@ void Trainer::resume() {
   if (error) std::rethrow_exception(error);
   if (comm_.size() > 1) {
     comm_.broadcast(std::as_writable_bytes(std::span<std::int64_t>(pos)), 0);
+    comm_.broadcast(std::as_writable_bytes(std::span<double>(&loss_scale, 1)), 0);
     if (pos[0]) {
       // Rank 0 restored into its host mirrors; they travel over MPI and go to each backend.
       comm_.broadcast(std::as_writable_bytes(model_->host_params()), 0);
@@ -447,6 +457,8 @@ void Trainer::resume() {
   samples_seen_ = pos[3];
   global_step_ = pos[4];
   opt_->set_steps_taken(pos[5]);
+  // The scale the run had reached (a snapshot without one leaves the configured start).
+  if (scaler_.enabled() && loss_scale > 0) scaler_.restore(loss_scale, pos[6]);
   history_ = history;
   if (start_step_ >= steps_per_epoch_) {
     // A mid-epoch snapshot of a run with another global batch: its step count does not fit.
@@ -466,6 +478,10 @@ void Trainer::save(std::int64_t epoch, std::int64_t step_in_epoch) {
   meta.config_toml = cfg_.resolved_toml;
   meta.metrics_jsonl = history_;
   meta.program_version = DDP_VERSION_STRING;
+  if (scaler_.enabled()) {
+    meta.loss_scale = scaler_.scale();
+    meta.loss_scale_good_steps = scaler_.good_steps();
+  }
   const std::string name =
       step_in_epoch > 0 ? ckpt::snapshot_name(epoch, step_in_epoch) : ckpt::snapshot_name(epoch);
   const std::filesystem::path file = std::filesystem::path(cfg_.run.dir) / name;

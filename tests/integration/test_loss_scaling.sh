@@ -33,6 +33,17 @@ grep -q "^final test accuracy" "$WORK/overflow.log" || fail "the run with an ove
 [ "$(digest overflow)" != "$(digest scaled)" ] || fail "the skipped step changed nothing"
 echo "  inf on rank 1 at step 5: every rank skipped it, scale 1024 -> 512, replicas equal"
 
+# The scale travels in snapshots: a resumed run goes on with 512 (not the configured 1024) and ends
+# bitwise where an uninterrupted 3-epoch run with the same overflow ends.
+"$BIN" inspect "$WORK/overflow/snapshot_e0002.h5" | grep -q "^loss scale    512 (" ||
+  fail "the snapshot does not hold the loss scale"
+DDP_FAULT_INF_GRAD=1:5 run straight3 2 --train.loss_scale 1024 --train.epochs 3
+run overflow 2 --train.loss_scale 1024 --train.epochs 3 --resume auto
+grep -q "^loss scale 512, 0 overflowing step(s) skipped so far" "$WORK/overflow.log" ||
+  { cat "$WORK/overflow.log"; fail "the resumed run did not continue with scale 512"; }
+[ "$(digest overflow)" = "$(digest straight3)" ] || fail "resuming changed the weights of a loss-scaled run"
+echo "  the scale is in the snapshot: resumed with 512, weights bitwise those of the uninterrupted run"
+
 for p in fp16 bf16; do
   if "$BIN" "${common[@]}" --run-dir "$WORK/p$p" --runtime.device cpu --runtime.precision $p \
     > "$WORK/p$p.log" 2>&1; then fail "precision $p on the CPU was accepted"; fi

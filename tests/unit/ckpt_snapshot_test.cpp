@@ -72,6 +72,8 @@ SnapshotMeta meta_at(std::int64_t epoch, std::int64_t step = 0) {
   m.position = {epoch, step, epoch * 100 + step * 4, epoch * 25 + step};
   m.seed = 0xfedcba9876543210ULL;  // above INT64_MAX: must survive as unsigned
   m.world_size = 3;
+  m.loss_scale = 32768.0;
+  m.loss_scale_good_steps = 1234;
   m.config_toml = "[train]\nepochs = 5\nseed = 42\n";
   m.metrics_jsonl = "{\"epoch\":1,\"train_loss\":2.25}\n{\"epoch\":2,\"train_loss\":1.5}\n";
   m.program_version = "0.1.0";
@@ -152,6 +154,8 @@ TEST_P(RoundTrip, RestoresModelAndOptimizerBitwise) {
   EXPECT_EQ(s.meta.position, want.position);
   EXPECT_EQ(s.meta.seed, want.seed);
   EXPECT_EQ(s.meta.world_size, 3);
+  EXPECT_EQ(s.meta.loss_scale, 32768.0);
+  EXPECT_EQ(s.meta.loss_scale_good_steps, 1234);
   EXPECT_EQ(s.meta.config_toml, want.config_toml);
   EXPECT_EQ(s.meta.metrics_jsonl, want.metrics_jsonl);
   EXPECT_EQ(s.meta.program_version, "0.1.0");

@@ -36,6 +36,10 @@ struct SnapshotMeta {
   std::string config_toml;      // the resolved configuration
   std::string metrics_jsonl;    // metrics.jsonl so far
   std::string program_version;  // "0.1.0"
+  // Dynamic loss scaling (fp16) when the run used it: the scale and the good steps since it last
+  // changed, so a resumed run continues with them; 0 when it did not (or an older file).
+  double loss_scale = 0.0;
+  std::int64_t loss_scale_good_steps = 0;
   std::int64_t format_version = kFormatVersion;  // as read; writing always writes kFormatVersion
 };
 
@@ -44,8 +48,8 @@ struct SnapshotMeta {
 // ...) throws SystemError naming `file` and the reason, removes the temporary file and leaves any
 // previous snapshot intact. Throws ConfigError for a layer name HDF5 cannot hold (empty, ".",
 // containing '/'). Reads the host mirrors of the model and optimizer state after pulling them
-// from the backend, so a GPU run's state is written like a CPU run's. optimizer_name: "sgd" | "adam" | "adamw", recorded
-// for inspect and for the caller to compare on resume.
+// from the backend, so a GPU run's state is written like a CPU run's. optimizer_name: "sgd" |
+// "adam" | "adamw", recorded for inspect and for the caller to compare on resume.
 void write_snapshot(const std::filesystem::path& file, const nn::Model& model,
                     optim::Optimizer& opt, const std::string& optimizer_name,
                     const SnapshotMeta& meta);
@@ -70,9 +74,10 @@ Snapshot read_snapshot(const std::filesystem::path& file);
 SnapshotMeta read_meta(const std::filesystem::path& file);
 
 // Copies the snapshot into the model's parameters and buffers and the optimizer's state and step
-// count (their host mirrors, then pushed to the backend: the same file resumes on CPUs and GPUs). All or nothing: when the architecture differs, throws ConfigError listing every tensor
-// whose name or shape differs (missing, unexpected, shape A vs B) and changes nothing; likewise
-// when the optimizer keeps different state (e.g. an sgd snapshot into adam).
+// count (their host mirrors, then pushed to the backend: the same file resumes on CPUs and GPUs).
+// All or nothing: when the architecture differs, throws ConfigError listing every tensor whose name
+// or shape differs (missing, unexpected, shape A vs B) and changes nothing; likewise when the
+// optimizer keeps different state (e.g. an sgd snapshot into adam).
 void restore(const Snapshot& s, nn::Model& model, optim::Optimizer& opt);
 
 // "snapshot_e0003.h5": after 3 completed epochs.
