@@ -61,15 +61,18 @@ void write_attr(hid_t file, const std::string& path, const char* name, hid_t fil
   check(H5Awrite(a, mem_type, value), "writing " + what);
 }
 
-// Reads a single integer attribute into *out through mem_type (HDF5 converts between widths).
-void read_int_attr(hid_t file, const std::string& path, const char* name, hid_t mem_type,
-                   void* out) {
+// Reads a single attribute of type class `cls` (H5T_INTEGER, H5T_FLOAT) into *out through mem_type
+// (HDF5 converts between widths).
+void read_scalar_attr(hid_t file, const std::string& path, const char* name, H5T_class_t cls,
+                      hid_t mem_type, void* out) {
   const std::string what = "attribute " + path + " " + name;
   // Through the object, which stays open while the attribute is in use.
   Object obj(check_id(H5Oopen(file, path.c_str(), H5P_DEFAULT), "opening " + path));
   Attribute a(check_id(H5Aopen(obj, name, H5P_DEFAULT), "opening " + what));
   Datatype t(check_id(H5Aget_type(a), "reading the type of " + what));
-  if (H5Tget_class(t) != H5T_INTEGER) throw Failure(what + ": not an integer");
+  if (H5Tget_class(t) != cls)
+    throw Failure(what +
+                  (cls == H5T_INTEGER ? ": not an integer" : ": not a floating-point number"));
   Dataspace s(check_id(H5Aget_space(a), "reading the shape of " + what));
   if (H5Sget_simple_extent_npoints(s) != 1) throw Failure(what + ": not a single value");
   check(H5Aread(a, mem_type, out), "reading " + what);
@@ -224,13 +227,13 @@ void set_attr_string(hid_t file, const std::string& path, const char* name,
 
 std::int64_t get_attr_i64(hid_t file, const std::string& path, const char* name) {
   std::int64_t v = 0;
-  read_int_attr(file, path, name, H5T_NATIVE_INT64, &v);
+  read_scalar_attr(file, path, name, H5T_INTEGER, H5T_NATIVE_INT64, &v);
   return v;
 }
 
 std::uint64_t get_attr_u64(hid_t file, const std::string& path, const char* name) {
   std::uint64_t v = 0;
-  read_int_attr(file, path, name, H5T_NATIVE_UINT64, &v);
+  read_scalar_attr(file, path, name, H5T_INTEGER, H5T_NATIVE_UINT64, &v);
   return v;
 }
 
@@ -239,15 +242,8 @@ void set_attr_f64(hid_t file, const std::string& path, const char* name, double 
 }
 
 double get_attr_f64(hid_t file, const std::string& path, const char* name) {
-  const std::string what = "attribute " + path + " " + name;
-  Object obj(check_id(H5Oopen(file, path.c_str(), H5P_DEFAULT), "opening " + path));
-  Attribute a(check_id(H5Aopen(obj, name, H5P_DEFAULT), "opening " + what));
-  Datatype t(check_id(H5Aget_type(a), "reading the type of " + what));
-  if (H5Tget_class(t) != H5T_FLOAT) throw Failure(what + ": not a floating-point number");
-  Dataspace s(check_id(H5Aget_space(a), "reading the shape of " + what));
-  if (H5Sget_simple_extent_npoints(s) != 1) throw Failure(what + ": not a single value");
   double v = 0;
-  check(H5Aread(a, H5T_NATIVE_DOUBLE, &v), "reading " + what);
+  read_scalar_attr(file, path, name, H5T_FLOAT, H5T_NATIVE_DOUBLE, &v);
   return v;
 }
 
