@@ -156,12 +156,22 @@ void Model::reserve(std::int64_t max_batch) {
       // Reinterpret the previous layer's buffers (set per call in forward/backward).
       acts_.emplace_back();
       dacts_.emplace_back();
+    } else if (runs_in_place(i)) {
+      acts_.push_back(acts_[i - 1]);
+      dacts_.push_back(dacts_[i - 1]);
     } else {
       acts_.push_back(be_.alloc(s));
       dacts_.push_back(be_.alloc(s));
     }
   }
   views_act_.assign(layers_.size(), Tensor());
+}
+
+bool Model::runs_in_place(std::size_t i) const {
+  // The layer below must own buffers (not a view, whose buffers belong to a layer further down)
+  // and not need its output in backward; the model input is the caller's and is never written.
+  return i > 0 && layers_[i]->can_run_in_place() && !layers_[i - 1]->is_view() &&
+         !layers_[i - 1]->backward_reads_output();
 }
 
 const Tensor& Model::forward(const Tensor& x, const StepContext& ctx) {

@@ -2,7 +2,8 @@
 # Snapshots survive kills, signals and world-size changes (LeNet on a CIFAR-10 subset, 3 ranks):
 #  - kill -9 of one rank during epoch 3, then --resume auto: bitwise-identical final weights;
 #  - SIGUSR1 to all ranks during epoch 2: mid-epoch snapshot, exit 75, resume: bitwise identical;
-#  - a 3-rank snapshot resumed on 1 and on 2 ranks (same global batch): within 1e-5 relative.
+#  - a 3-rank snapshot resumed on 1 and on 2 ranks (same global batch) for its last epoch: within
+#    1e-5 relative.
 source "$(dirname "$0")/lib.sh"
 [ -f "$CIFAR/test_batch.bin" ] || skip "real CIFAR-10 not found at $CIFAR"
 common=(--config "$SRC/configs/cifar.toml" --data.root "$CIFAR" --data.train_limit 9600
@@ -44,10 +45,14 @@ train 3 "$WORK/sig" --resume auto || { cat "$WORK/sig.log"; fail "resume after s
 [ "$(digest "$WORK/sig")" = "$(digest "$WORK/ref")" ] || fail "signal + resume changed the weights"
 echo "  SIGUSR1 ($mid) + resume: bitwise identical"
 
-# World size change: resume the 3-rank epoch-2 snapshot on 1 and on 2 ranks.
+# World size change: resume the 3-rank epoch-3 snapshot on 1 and on 2 ranks. Other world sizes sum
+# the gradients in another order (~1e-7 relative per step); over two epochs (100 steps) a ReLU or
+# max-pool decision sometimes flips and moves the weights by 1e-5..1e-3 (measured over seeds), so
+# the check runs one epoch (50 steps), where the runs agree to ~1e-7 - while a resume that lost
+# state (momentum, sampler position, schedule) is off by far more than 1e-5.
 for np in 1 2; do
   mkdir -p "$WORK/ws$np"
-  cp "$WORK/ref/snapshot_e0002.h5" "$WORK/ws$np/"
+  cp "$WORK/ref/snapshot_e0003.h5" "$WORK/ws$np/"
   train $np "$WORK/ws$np" --resume auto || { cat "$WORK/ws$np.log"; fail "resume on $np rank(s) failed"; }
   d=$(max_rel_diff "$WORK/ws$np/snapshot_e0004.h5" "$ref")
   ge 1e-5 "$d" || fail "resumed on $np rank(s): max relative difference $d > 1e-5"

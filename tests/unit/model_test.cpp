@@ -85,25 +85,23 @@ TEST(Model, LastLayerMustMatchClasses) {
   }
 }
 
-TEST(Model, EndToEndParameterGradients) {
-  auto be = backend::make_cpu_backend();
-  auto specs = small_net();
-  specs.erase(specs.begin() + 1);  // no batch norm: keep it piecewise linear + softmax
-  Model m(specs, Shape{2, 6, 6}, 4, *be);
-  m.init_parameters(5);
+// Backward of a 3-sample batch against finite differences of the softmax cross-entropy over all
+// parameters; returns the layers whose on_layer_done hook fired, in order. The input is the
+// caller's and must come back unchanged.
+std::vector<std::size_t> expect_model_gradients(Model& m, backend::Backend& be) {
   const std::int64_t n = 3;
   auto x = ddp::testing::random_vector(n * 72, 9);
+  const auto x_before = x;
   const std::vector<std::int32_t> y{0, 3, 1};
   std::vector<float> dl(n * 4);
   auto loss = [&](float* dlogits) {
     const Tensor& z = m.forward(Tensor::view(x.data(), Shape{n, 2, 6, 6}), StepContext{});
-    return be->softmax_xent(n, 4, z.data(), y.data(), 0.0f, 1.0f, dlogits).loss_sum;
+    return be.softmax_xent(n, 4, z.data(), y.data(), 0.0f, 1.0f, dlogits).loss_sum;
   };
   loss(dl.data());
   std::vector<std::size_t> done;
   m.backward(Tensor::view(dl.data(), Shape{n, 4}), [&](std::size_t i) { done.push_back(i); });
-  // Hooks fire in reverse order, once per layer with parameters.
-  EXPECT_EQ(done, (std::vector<std::size_t>{6, 4, 0}));
+  EXPECT_EQ(x, x_before);
   std::vector<float> analytic(m.grads().begin(), m.grads().end());
   std::vector<float> values(m.params().begin(), m.params().end());
   ddp::testing::expect_gradient_matches(
@@ -112,6 +110,42 @@ TEST(Model, EndToEndParameterGradients) {
         return loss(nullptr);
       },
       values, analytic, "all parameters", 3e-3f, 3e-2);
+  return done;
+}
+
+TEST(Model, EndToEndParameterGradients) {
+  auto be = backend::make_cpu_backend();
+  auto specs = small_net();
+  specs.erase(specs.begin() + 1);  // no batch norm: keep it piecewise linear + softmax
+  Model m(specs, Shape{2, 6, 6}, 4, *be);
+  m.init_parameters(5);
+  // Hooks fire in reverse order, once per layer with parameters.
+  EXPECT_EQ(expect_model_gradients(m, *be), (std::vector<std::size_t>{6, 4, 0}));
+}
+
+// ReLU shares the buffers of the layer below only where that layer's backward does not read its
+// output; the gradients are the same either way (finite differences through every pattern).
+TEST(Model, ElementwiseLayersRunInPlaceWhereSafe) {
+  auto be = backend::make_cpu_backend();
+  const std::vector<LayerSpec> specs{L("relu", "r0"),  // on the caller's input: never
+                                     L("conv2d", "conv1", 3, 3, 1),
+                                     L("relu", "r1"),  // over the convolution's output
+                                     L("relu", "r2"),  // r1's backward reads its output: no
+                                     L("maxpool", "pool1", 0, 2),
+                                     L("relu", "r3"),  // cuDNN's pooling backward reads its output
+                                     L("flatten", "flat"),
+                                     L("relu", "r4"),  // over a view: no
+                                     L("linear", "fc1", 5),
+                                     L("relu", "r5"),  // over the linear layer's output
+                                     L("linear", "fc2", 4)};
+  Model m(specs, Shape{2, 6, 6}, 4, *be);
+  const std::vector<bool> expected{false, false, true,  false, false, false,
+                                   false, false, false, true,  false};
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    EXPECT_EQ(m.runs_in_place(i), expected[i]) << specs[i].name;
+
+  m.init_parameters(5);
+  expect_model_gradients(m, *be);
 }
 
 // A model that starts with a view (flatten, then a linear classifier): backward stops at the first

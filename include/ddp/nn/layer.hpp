@@ -63,6 +63,14 @@ class Layer {
 
   // True when the output is the input reinterpreted (flatten): no buffer, no work.
   virtual bool is_view() const { return false; }
+  // True for element-wise layers whose forward may write over its input and whose backward may
+  // write the input gradient over the output gradient (ReLU). The model then lets them share the
+  // buffers of the layer below, when that layer's backward does not read its own output: less
+  // memory and memory traffic, the same arithmetic.
+  virtual bool can_run_in_place() const { return false; }
+  // False when backward reads only the layer's input, parameters and saved state, never its output
+  // (convolution, linear, batch norm): an in-place layer above may then overwrite the output.
+  virtual bool backward_reads_output() const { return true; }
   // Multiply-adds x 2 of one sample's forward pass (for GFLOP/s reports).
   virtual double forward_flops() const { return 0.0; }
 

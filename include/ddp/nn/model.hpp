@@ -57,6 +57,10 @@ class Model {
 
   std::size_t num_layers() const { return layers_.size(); }
   const Layer& layer(std::size_t i) const { return *layers_[i]; }
+  // True when layer i writes its output over its input's buffer (an element-wise layer above one
+  // whose backward does not read its own output; see Layer::can_run_in_place).
+  bool runs_in_place(std::size_t i) const;
+
   // [begin, end) of layer i's gradients in the flat buffer (empty when it has no parameters).
   std::pair<std::size_t, std::size_t> grad_range(std::size_t layer) const;
 

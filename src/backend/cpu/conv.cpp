@@ -3,59 +3,148 @@
 // conversion; inside, each pass (forward, backward-data, backward-weights) lets oneDNN choose its
 // layouts (blocked nChw16c and friends run the JIT direct-convolution kernels, 2-5x faster than the
 // GEMM path plain NCHW gets) and reorders at the edges. Measured with bench/: see BENCHMARKS.md.
-// Primitives are built once per batch size.
+// Primitives are built once per slice size (the full slice and a batch's short last one).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
+#include <vector>
 
+#include "cpu_kernels.hpp"
 #include "cpu_ops.hpp"
+#include "ddp/backend/cpu_backend.hpp"
 #include "dnnl_util.hpp"
 
 namespace ddp::backend::cpu {
 namespace {
 
+// Scratch for the primitives' internal layouts, shared by every convolution of the thread: each
+// pass reorders in and out within one call, so nothing lives in it between calls. With the batch
+// sliced (Conv::slice) every layer's copies reuse the same few hundred KB, which stay in cache,
+// instead of each argument of each layer holding its own batch-sized buffer. Per thread, because
+// nothing else orders two threads' calls.
+struct Arena {
+  std::vector<std::byte> bytes;
+  std::byte* base = nullptr;  // 4 KiB aligned: vector storage is only 16-byte aligned
+  void reserve(std::size_t n) {
+    if (base && base + n <= bytes.data() + bytes.size()) return;
+    bytes.assign(n + kPage, std::byte{0});
+    const auto addr = reinterpret_cast<std::uintptr_t>(bytes.data());
+    base = bytes.data() + ((kPage - addr % kPage) % kPage);
+  }
+  static constexpr std::size_t kPage = 4096;
+};
+Arena& arena() {
+  thread_local Arena a;
+  return a;
+}
+
 // One argument of a primitive: the user's plain buffer, and when the primitive wants another
-// layout, an internal buffer plus the reorder between the two.
+// layout, an internal buffer at `offset` in the arena plus the reorder between the two.
 struct Arg {
   dnnl::memory user;
   std::optional<dnnl::memory> inner;
   dnnl::reorder to_inner, from_inner;
+  std::size_t offset = 0;
 
-  Arg(const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted, bool input)
+  // Places the internal buffer (if any) at `end` and returns the new end of the pass's region.
+  Arg(const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted, bool input,
+      std::size_t& end)
       : user(mem(plain)) {
     if (wanted == plain) return;
-    inner = dnnl::memory(wanted, engine());
+    inner = mem(wanted);
+    offset = end;
+    end += (wanted.get_size() + kAlign - 1) / kAlign * kAlign;
     if (input)
-      to_inner = dnnl::reorder(user_template(plain), *inner);
+      to_inner = dnnl::reorder(user, *inner);
     else
-      from_inner = dnnl::reorder(*inner, user_template(plain));
+      from_inner = dnnl::reorder(*inner, user);
   }
-  static dnnl::memory user_template(const dnnl::memory::desc& d) { return mem(d); }
 
-  // Before the primitive: bring an input into the primitive's layout.
-  const dnnl::memory& in(const void* p) {
+  // Before the primitive: bring an input into the primitive's layout (unless `convert` is false:
+  // the internal buffer already holds it, from an earlier slice of the same call).
+  const dnnl::memory& in(const void* p, bool convert = true) {
     bind(user, p);
     if (!inner) return user;
-    to_inner.execute(stream(), user, *inner);
+    bind(*inner, arena().base + offset);
+    if (convert) to_inner.execute(stream(), user, *inner);
     return *inner;
   }
   // The memory an output is written to; out_done() copies it to the user's buffer.
   const dnnl::memory& out(void* p) {
     bind(user, p);
-    return inner ? *inner : user;
+    if (!inner) return user;
+    bind(*inner, arena().base + offset);
+    return *inner;
   }
   void out_done() {
     if (inner) from_inner.execute(stream(), *inner, user);
   }
+
+  static constexpr std::size_t kAlign = 64;
 };
 
 class Conv final : public ConvOp {
  public:
   explicit Conv(const ConvGeom& g) : g_(g) {}
 
+  // The batch goes through in slices (see slice()): per-sample results do not depend on the
+  // slicing, and the weight gradient is the sum of the slices' in a fixed order.
   void forward(std::int64_t n, const float* x, const float* w, const float* b, float* y) override {
-    auto& p = prims(n);
+    const Prims* last = nullptr;
+    for (std::int64_t off = 0; off < n; off += slice()) {
+      auto& p = prims(std::min(slice(), n - off));
+      forward_slice(p, x + off * in_size(), w, &p != last, b, y + off * out_size());
+      last = &p;
+    }
+  }
+
+  void backward(std::int64_t n, const float* x, const float* w, const float* dy, float* dx,
+                float* dw, float* db) override {
+    const std::int64_t wn = g_.k * g_.c * g_.r * g_.s;
+    const Prims* last = nullptr;
+    for (std::int64_t off = 0; off < n; off += slice()) {
+      auto& p = prims(std::min(slice(), n - off));
+      // The first slice writes the gradients; later ones go to scratch and are added.
+      if (off > 0 && part_.size() < static_cast<std::size_t>(wn + g_.k))
+        part_.resize(static_cast<std::size_t>(wn + g_.k));
+      float* sdw = off == 0 ? dw : part_.data();
+      float* sdb = off == 0 ? db : part_.data() + wn;
+      backward_slice(p, x + off * in_size(), w, &p != last, dy + off * out_size(),
+                     dx ? dx + off * in_size() : nullptr, sdw, sdb);
+      if (off > 0) {
+        add(wn, sdw, dw);
+        if (g_.bias) add(g_.k, sdb, db);
+      }
+      last = &p;
+    }
+  }
+
+ private:
+  struct Prims;
+
+  std::int64_t in_size() const { return g_.c * g_.h * g_.w; }
+  std::int64_t out_size() const { return g_.k * g_.oh * g_.ow; }
+
+  // Samples per oneDNN call. The internal (blocked) copies of a whole batch are megabytes per
+  // layer - LeNet's first convolution pads 6 channels to 16: 12.8 MB at batch 256, written and
+  // read back twice a step - and streaming them through L3 and memory costs more than the
+  // layer's arithmetic; with several ranks on one machine it is also memory bandwidth the ranks
+  // take from each other. Slices of 32 samples per thread keep a slice's copies in cache between
+  // the reorder and the primitive (measured: BENCHMARKS.md); fewer samples per thread make the
+  // threads' fork-join per call the larger cost.
+  std::int64_t slice() {
+    if (slice_ == 0) slice_ = kSlicePerThread * std::max(1, compute_threads());
+    return slice_;
+  }
+  static constexpr std::int64_t kSlicePerThread = 32;
+
+  // Slices of one call share the reordered weights: `weights` says whether to reorder them.
+  void forward_slice(Prims& p, const float* x, const float* w, bool weights, const float* b,
+                     float* y) {
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, p.f_src->in(x)},
-                                               {DNNL_ARG_WEIGHTS, p.f_wei->in(w)},
+                                               {DNNL_ARG_WEIGHTS, p.f_wei->in(w, weights)},
                                                {DNNL_ARG_DST, p.f_dst->out(y)}};
     if (g_.bias) {
       bind(p.bias, b);
@@ -66,9 +155,8 @@ class Conv final : public ConvOp {
     stream().wait();
   }
 
-  void backward(std::int64_t n, const float* x, const float* w, const float* dy, float* dx,
-                float* dw, float* db) override {
-    auto& p = prims(n);
+  void backward_slice(Prims& p, const float* x, const float* w, bool weights, const float* dy,
+                      float* dx, float* dw, float* db) {
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, p.w_src->in(x)},
                                                {DNNL_ARG_DIFF_DST, p.w_ddst->in(dy)},
                                                {DNNL_ARG_DIFF_WEIGHTS, p.w_dwei->out(dw)}};
@@ -80,14 +168,13 @@ class Conv final : public ConvOp {
     p.w_dwei->out_done();
     if (dx) {
       p.bwd_d.execute(stream(), {{DNNL_ARG_DIFF_DST, p.d_ddst->in(dy)},
-                                 {DNNL_ARG_WEIGHTS, p.d_wei->in(w)},
+                                 {DNNL_ARG_WEIGHTS, p.d_wei->in(w, weights)},
                                  {DNNL_ARG_DIFF_SRC, p.d_dsrc->out(dx)}});
       p.d_dsrc->out_done();
     }
     stream().wait();
   }
 
- private:
   struct Prims {
     dnnl::convolution_forward fwd;
     dnnl::convolution_backward_data bwd_d;
@@ -136,15 +223,19 @@ class Conv final : public ConvOp {
     p.fwd = dnnl::convolution_forward(fwd_pd);
     p.bwd_d = dnnl::convolution_backward_data(bwd_d_pd);
     p.bwd_w = dnnl::convolution_backward_weights(bwd_w_pd);
-    p.f_src.emplace(src, fwd_pd.src_desc(), true);
-    p.f_wei.emplace(wei, fwd_pd.weights_desc(), true);
-    p.f_dst.emplace(dst, fwd_pd.dst_desc(), false);
-    p.w_src.emplace(src, bwd_w_pd.src_desc(), true);
-    p.w_ddst.emplace(dst, bwd_w_pd.diff_dst_desc(), true);
-    p.w_dwei.emplace(wei, bwd_w_pd.diff_weights_desc(), false);
-    p.d_ddst.emplace(dst, bwd_d_pd.diff_dst_desc(), true);
-    p.d_wei.emplace(wei, bwd_d_pd.weights_desc(), true);
-    p.d_dsrc.emplace(src, bwd_d_pd.diff_src_desc(), false);
+    // Forward and backward are separate calls, so both passes start at the arena's beginning.
+    std::size_t fwd_end = 0, bwd_end = 0;
+    p.f_src.emplace(src, fwd_pd.src_desc(), true, fwd_end);
+    p.f_wei.emplace(wei, fwd_pd.weights_desc(), true, fwd_end);
+    p.f_dst.emplace(dst, fwd_pd.dst_desc(), false, fwd_end);
+    p.w_src.emplace(src, bwd_w_pd.src_desc(), true, bwd_end);
+    p.w_ddst.emplace(dst, bwd_w_pd.diff_dst_desc(), true, bwd_end);
+    p.w_dwei.emplace(wei, bwd_w_pd.diff_weights_desc(), false, bwd_end);
+    p.d_ddst.emplace(dst, bwd_d_pd.diff_dst_desc(), true, bwd_end);
+    p.d_wei.emplace(wei, bwd_d_pd.weights_desc(), true, bwd_end);
+    p.d_dsrc.emplace(src, bwd_d_pd.diff_src_desc(), false, bwd_end);
+    const std::size_t need = std::max(fwd_end, bwd_end);
+    arena().reserve(need);
     p.bias = mem(bias);
     p.dbias = mem(bias);
     return p;
@@ -152,6 +243,8 @@ class Conv final : public ConvOp {
 
   ConvGeom g_;
   std::map<std::int64_t, Prims> cache_;
+  std::int64_t slice_ = 0;   // fixed at the first call: the compute threads do not change
+  std::vector<float> part_;  // a later slice's weight and bias gradients
 };
 
 }  // namespace

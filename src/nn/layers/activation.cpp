@@ -10,6 +10,7 @@ class Relu final : public Layer {
  public:
   Relu(const LayerSpec& spec, backend::Backend& be) : Layer(spec), be_(be) {}
   Shape infer(const Shape& in) override { return in; }
+  bool can_run_in_place() const override { return true; }
   void forward(const Tensor& x, const Tensor& y, const StepContext&) override {
     be_.relu_forward(x.numel(), x.data(), y.data());
   }

@@ -55,6 +55,7 @@ class BatchNorm final : public Layer {
     op_->backward(x.shape()[0], x.data(), dy.data(), gamma_.data(), dx_data, dgamma_.data(),
                   dbeta_.data());
   }
+  bool backward_reads_output() const override { return false; }
   double forward_flops() const override { return 4.0 * static_cast<double>(g_.c * g_.h * g_.w); }
 
  private:

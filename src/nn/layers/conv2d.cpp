@@ -17,6 +17,7 @@ class Conv2d final : public Layer {
   void forward(const Tensor& x, const Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor* dx) override;
   double forward_flops() const override;
+  bool backward_reads_output() const override { return false; }
 
  private:
   backend::Backend& be_;

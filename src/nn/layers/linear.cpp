@@ -38,6 +38,7 @@ class Linear final : public Layer {
     op_->backward(x.shape()[0], x.data(), w_.data(), dy.data(), dx ? dx->data() : nullptr,
                   dw_.data(), db_.data());
   }
+  bool backward_reads_output() const override { return false; }
   double forward_flops() const override { return 2.0 * static_cast<double>(g_.in * g_.out); }
 
  private:
