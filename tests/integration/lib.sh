@@ -51,6 +51,16 @@ max_rel_diff() { "$BIN" diff "$1" "$2" | awk '/^max relative difference/ { print
 # PIDs of the ddp_train ranks whose command line mentions $1 (not mpirun's).
 rank_pids() { pgrep -f "^$BIN .*$1" || true; }
 
+# PID of MPI rank $2 among those ranks (empty if it is not running).
+rank_pid() {
+  local pid
+  for pid in $(rank_pids "$1"); do
+    { tr '\0' '\n' < "/proc/$pid/environ"; } 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" \
+      && { echo "$pid"; return 0; }
+  done
+  return 0
+}
+
 # Waits until file $1 exists (up to $2 seconds); snapshots appear by rename, so it is complete.
 wait_for_file() {
   local i
