@@ -48,7 +48,7 @@ struct Arg {
   dnnl::reorder to_inner, from_inner;
   std::size_t offset = 0;
 
-  // Places the internal buffer (if any) at `end` and returns the new end of the pass's region.
+  // Places the internal buffer (if any) at `end` of the pass's region and advances `end` past it.
   Arg(const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted, bool input,
       std::size_t& end)
       : user(mem(plain)) {
@@ -129,9 +129,9 @@ class Conv final : public ConvOp {
 
   // Samples per oneDNN call. The internal (blocked) copies of a whole batch are megabytes per
   // layer - LeNet's first convolution pads 6 channels to 16: 12.8 MB at batch 256, written and
-  // read back twice a step - and streaming them through L3 and memory costs more than the
-  // layer's arithmetic; with several ranks on one machine it is also memory bandwidth the ranks
-  // take from each other. Slices of 32 samples per thread keep a slice's copies in cache between
+  // read back twice a step - and streaming them through L3 and memory is a large part of the
+  // layer's time; with several ranks on one machine it is also memory bandwidth the ranks take
+  // from each other. Slices of 32 samples per thread keep a slice's copies in cache between
   // the reorder and the primitive (measured: BENCHMARKS.md); fewer samples per thread make the
   // threads' fork-join per call the larger cost.
   std::int64_t slice() {
