@@ -12,11 +12,12 @@ mpirun_local -x DDP_COMM_TIMEOUT_S -x DDP_FAULT_STALL_RANK -x DDP_FAULT_STALL_AT
   --config "$SRC/configs/fashion_mnist.toml" --data.train_limit 600 --data.test_limit 100 \
   --train.epochs 1 --train.batch_size 50 --run-dir "$WORK/run" > "$WORK/job.log" 2>&1 &
 JOB=$!
-cleanup() {  # never leave ranks behind, whatever failed
+cleanup() {  # never leave ranks or mpirun behind, whatever failed, and never wait for them
   kill -9 $(rank_pids "$WORK/run") 2> /dev/null || true
-  wait "$JOB" 2> /dev/null || true
+  [ -z "$JOB" ] || kill -9 $(pgrep -P "$JOB") "$JOB" 2> /dev/null || true
+  [ "${DDP_KEEP_WORK:-0}" = 1 ] || rm -rf "$WORK"
 }
-trap 'cleanup; rm -rf "$WORK"' EXIT
+trap cleanup EXIT
 wait_for "$WORK/job.log" "rank 1 stalls before collective #8" 50 \
   || { cat "$WORK/job.log"; fail "rank 1 never reached the stall"; }
 RANK0=$(rank_pid "$WORK/run" 0)
@@ -40,6 +41,7 @@ set +e
 wait "$JOB"
 rc=$?
 set -e
+JOB=""  # reaped: its PID may be reused
 cat "$WORK/job.log"
 grep -q "ddp_train: second signal, exiting immediately" "$WORK/job.log" \
   || fail "rank 0 did not say why it left"

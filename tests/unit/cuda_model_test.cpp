@@ -30,6 +30,7 @@
 #include "ddp/optim/optimizer.hpp"
 #include "ddp/rng.hpp"
 #include "ddp/train/trainer.hpp"
+#include "layer_spec_util.hpp"
 
 namespace ddp::backend {
 namespace {
@@ -186,6 +187,33 @@ TEST(CudaModel, VggBatchNormDropoutStepsMatchCpu) {
   auto gpu = make_cuda_backend(0);
   compare(train(*cpu, vgg_bn_dropout(), 4, 16, 12), train(*gpu, vgg_bn_dropout(), 4, 16, 12),
           "vgg_small_bn + dropout");
+}
+
+// ReLU in place (Model::runs_in_place) where the layer below does not read its output, and not
+// where it does: cuDNN's pooling backward reads its forward output, so a ReLU over a max pool whose
+// inputs are negative would corrupt it. The steps must follow the CPU's.
+TEST(CudaModel, InPlaceActivationsMatchCpu) {
+  DDP_REQUIRE_CUDA();
+  using testutil::L;
+  const std::vector<nn::LayerSpec> layers{L("conv2d", "conv1", 8, 3, 1),
+                                          L("maxpool", "pool1", 0, 2),
+                                          L("relu", "r1"),
+                                          L("conv2d", "conv2", 8, 3, 1),
+                                          L("relu", "r2"),
+                                          L("relu", "r3"),
+                                          L("maxpool", "pool2", 0, 2),
+                                          L("flatten", "flat"),
+                                          L("relu", "r4"),
+                                          L("linear", "fc1", 32),
+                                          L("relu", "r5"),
+                                          L("linear", "fc2", 10)};
+  auto cpu = make_cpu_backend();
+  auto gpu = make_cuda_backend(0);
+  nn::Model probe(layers, kInput, 10, *cpu);
+  EXPECT_FALSE(probe.runs_in_place(2));  // over a pool
+  EXPECT_TRUE(probe.runs_in_place(4));   // over a convolution
+  EXPECT_TRUE(probe.runs_in_place(10));  // over a linear layer
+  compare(train(*cpu, layers, 4, 32, 14), train(*gpu, layers, 4, 32, 14), "in-place activations");
 }
 
 // Mixed precision: LeNet's convolutions and linear layers in fp16 (with a loss scale of 1024, as

@@ -23,7 +23,7 @@ namespace {
 // pass reorders in and out within one call, so nothing lives in it between calls. With the batch
 // sliced (Conv::slice) every layer's copies reuse the same few hundred KB, which stay in cache,
 // instead of each argument of each layer holding its own batch-sized buffer. Per thread, because
-// nothing else orders two threads' calls.
+// nothing else orders two threads' calls; each call makes sure its thread's is large enough.
 struct Arena {
   std::vector<std::byte> bytes;
   std::byte* base = nullptr;  // 4 KiB aligned: vector storage is only 16-byte aligned
@@ -94,7 +94,7 @@ class Conv final : public ConvOp {
   void forward(std::int64_t n, const float* x, const float* w, const float* b, float* y) override {
     const Prims* last = nullptr;
     for (std::int64_t off = 0; off < n; off += slice()) {
-      auto& p = prims(std::min(slice(), n - off));
+      auto& p = ready(std::min(slice(), n - off));
       forward_slice(p, x + off * in_size(), w, &p != last, b, y + off * out_size());
       last = &p;
     }
@@ -105,7 +105,7 @@ class Conv final : public ConvOp {
     const std::int64_t wn = g_.k * g_.c * g_.r * g_.s;
     const Prims* last = nullptr;
     for (std::int64_t off = 0; off < n; off += slice()) {
-      auto& p = prims(std::min(slice(), n - off));
+      auto& p = ready(std::min(slice(), n - off));
       // The first slice writes the gradients; later ones go to scratch and are added.
       if (off > 0 && part_.size() < static_cast<std::size_t>(wn + g_.k))
         part_.resize(static_cast<std::size_t>(wn + g_.k));
@@ -181,11 +181,20 @@ class Conv final : public ConvOp {
     dnnl::convolution_backward_weights bwd_w;
     std::optional<Arg> f_src, f_wei, f_dst, w_src, w_ddst, w_dwei, d_ddst, d_wei, d_dsrc;
     dnnl::memory bias, dbias;
+    std::size_t arena_bytes = 0;  // the larger pass's internal buffers
   };
 
-  Prims& prims(std::int64_t n) {
+  // The primitives for a slice of n samples, with this thread's arena large enough for them
+  // (checked on every call: another thread's, or a smaller, arena may be the current one).
+  Prims& ready(std::int64_t n) {
     auto it = cache_.find(n);
-    if (it != cache_.end()) return it->second;
+    if (it == cache_.end()) it = cache_.emplace(n, build(n)).first;
+    arena().reserve(it->second.arena_bytes);
+    return it->second;
+  }
+
+  // Built whole before it enters the cache, so a failure leaves nothing half-made there.
+  Prims build(std::int64_t n) const {
     using dims = dnnl::memory::dims;
     const auto src = md({n, g_.c, g_.h, g_.w}, tag::nchw);
     const auto wei = md({g_.k, g_.c, g_.r, g_.s}, tag::oihw);
@@ -219,7 +228,7 @@ class Conv final : public ConvOp {
                                                                       dst_any, strides, pad, pad_r);
     dnnl::convolution_backward_weights::primitive_desc bwd_w_pd(bw_desc, engine(), fwd_pd);
 
-    Prims& p = cache_[n];
+    Prims p;
     p.fwd = dnnl::convolution_forward(fwd_pd);
     p.bwd_d = dnnl::convolution_backward_data(bwd_d_pd);
     p.bwd_w = dnnl::convolution_backward_weights(bwd_w_pd);
@@ -234,8 +243,7 @@ class Conv final : public ConvOp {
     p.d_ddst.emplace(dst, bwd_d_pd.diff_dst_desc(), true, bwd_end);
     p.d_wei.emplace(wei, bwd_d_pd.weights_desc(), true, bwd_end);
     p.d_dsrc.emplace(src, bwd_d_pd.diff_src_desc(), false, bwd_end);
-    const std::size_t need = std::max(fwd_end, bwd_end);
-    arena().reserve(need);
+    p.arena_bytes = std::max(fwd_end, bwd_end);
     p.bias = mem(bias);
     p.dbias = mem(bias);
     return p;
