@@ -10,7 +10,7 @@ packages=(
   g++ make cmake pkg-config
   libopenmpi-dev openmpi-bin
   libhdf5-dev hdf5-tools
-  libcli11-dev libtomlplusplus-dev libdnnl-dev libgtest-dev zlib1g-dev
+  libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libdnnl-dev libgtest-dev zlib1g-dev
   ocl-icd-opencl-dev opencl-c-headers  # Debian's oneDNN CMake package (OpenCL GPU runtime) needs them
   dataset-fashion-mnist
   slurm-wlm munge lmod tcl iproute2 util-linux

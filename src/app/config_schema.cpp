@@ -165,7 +165,13 @@ std::string Range::text() const {
 
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
-      {DDP_KEY(run, dir), .help = "output directory (metrics.jsonl, snapshots)", .non_empty = true},
+      {DDP_KEY(run, dir),
+       .help = "the run's directory (run.json, config.toml, metrics.jsonl, snapshots); one run "
+               "per directory",
+       .non_empty = true},
+      {DDP_KEY(run, overwrite),
+       .help = "start a new run in a run.dir that holds another run: its files move to "
+               "run.dir/archive/<its run id>/"},
 
       {DDP_KEY(data, dataset), .help = "dataset format and class count",
        .choices = {"cifar10", "cifar100", "mnist", "fashion_mnist"}},
@@ -221,8 +227,9 @@ const std::vector<ConfigKey>& config_keys() {
        .help = "micro-batches per optimizer step; gradients are synchronised on the last only",
        .range = at_least(1)},
       {DDP_KEY(train, resume),
-       .help = "\"\" = start fresh, auto = newest complete snapshot in run.dir, or a snapshot "
-               "path"},
+       .help = "\"\" = start a new run (run.dir must not hold another), auto = continue the run "
+               "in run.dir from its newest complete snapshot (or start it; a complete run exits "
+               "at once unless train.epochs grew), or a snapshot path"},
       {DDP_KEY(train, keep_last), .help = "snapshots kept in run.dir (0 = all)",
        .range = at_least(0)},
 

@@ -26,6 +26,7 @@
 #include "ddp/runtime/rank_info.hpp"
 #include "ddp/runtime/runtime.hpp"
 #include "ddp/runtime/signals.hpp"
+#include "ddp/train/run_start.hpp"
 #include "ddp/train/trainer.hpp"
 #include "ddp/version_info.hpp"
 
@@ -50,12 +51,16 @@ int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, std::os
   const auto table = ddp::runtime::gather_rank_table(rt, threads, compute.device);
   out << ddp::runtime::format_rank_table(table);
   ddp::comm::MpiComm comm(MPI_COMM_WORLD, ddp::comm::comm_options_from_env(cfg.comm.timeout_s));
+  // Collective: a new run, the run.dir's run continued (possibly with another global batch kept),
+  // or nothing to do.
+  const auto start = ddp::train::plan_run_start(cfg, comm, out);
+  if (start.action == ddp::train::RunStart::Action::nothing_to_do) return 0;
   const bool gpu = compute.device != "cpu";
   auto trainer = std::make_unique<ddp::train::Trainer>(
-      cfg, comm, out,
+      start.config, comm, out,
       ddp::train::ComputePlace{std::move(compute.backend), compute.grad_comm.get()});
   try {
-    const auto result = trainer->run();
+    const auto result = trainer->run(start);
     return result.stopped ? ddp::runtime::kExitStopped : 0;
   } catch (...) {
     // On GPUs a collective may still wait for a rank that died, and freeing device memory or

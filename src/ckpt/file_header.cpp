@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <vector>
 
 namespace ddp::ckpt {
 namespace {
@@ -31,14 +33,18 @@ std::string length_error(std::uint64_t actual, std::uint64_t expected) {
 
 }  // namespace
 
-void stamp_header(std::span<char> image, const TrainingPosition& p) {
+void stamp_header(std::span<char> image, const TrainingPosition& p, const std::string& run_id) {
   char text[kHeaderBytes] = {};  // the rest of the block stays zero
-  // Text, so that `head -c 512 FILE` shows it.
-  std::snprintf(text, sizeof text, kFormat, static_cast<long long>(kFormatVersion),
+  // Text, so that `head -c 512 FILE` shows it. The run id follows the fixed lines, so that
+  // readers of headers without one (older files) parse them as before.
+  const int n = std::snprintf(text, sizeof text, kFormat, static_cast<long long>(kFormatVersion),
                 static_cast<long long>(p.epoch), static_cast<long long>(p.step_in_epoch),
                 static_cast<long long>(p.samples_seen), static_cast<long long>(p.global_step),
                 static_cast<unsigned long long>(image.size()),
                 static_cast<unsigned>(crc32_of(image.subspan(kHeaderBytes))));
+  if (n > 0 && static_cast<std::size_t>(n) < sizeof text)
+    std::snprintf(text + n, sizeof text - static_cast<std::size_t>(n), "run_id %.64s\n",
+                  run_id.c_str());
   std::memcpy(image.data(), text, kHeaderBytes);
 }
 
@@ -65,6 +71,11 @@ std::optional<Header> parse_header(std::span<const char> file, std::string* erro
   h.position = {epoch, step, samples, global};
   h.bytes = bytes;
   h.crc32 = crc;
+  const std::string key = "\nrun_id ";
+  if (const auto at = text.find(key); at != std::string::npos) {
+    const auto from = at + key.size();
+    h.run_id = text.substr(from, text.find('\n', from) - from);
+  }
   return h;
 }
 
@@ -93,6 +104,13 @@ std::optional<Header> read_header(const std::filesystem::path& file, std::string
     return std::nullopt;
   }
   return header;
+}
+
+std::string verify_whole_file(const std::filesystem::path& file, const Header& header) {
+  std::ifstream in(file, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.eof() && in.fail()) return "cannot read it";
+  return verify_file(bytes, header);
 }
 
 }  // namespace ddp::ckpt

@@ -24,10 +24,12 @@ struct Header {
   TrainingPosition position;
   std::uint64_t bytes = 0;  // of the whole file
   std::uint32_t crc32 = 0;  // zlib's CRC-32 of bytes [kHeaderBytes, end)
+  std::string run_id;       // "run_id" line; "" in headers written before runs had an identity
 };
 
 // Fills the first kHeaderBytes of a complete file image (built with that user block size).
-void stamp_header(std::span<char> image, const TrainingPosition& position);
+void stamp_header(std::span<char> image, const TrainingPosition& position,
+                  const std::string& run_id);
 
 // The header at the start of `file` (at least its first kHeaderBytes); nullopt for files without
 // ours (other writers, or a header zeroed on purpose), which readers accept unverified. Sets
@@ -41,5 +43,8 @@ std::string verify_file(std::span<const char> file, const Header& header);
 // Reads only the header and the file's size: nullopt without a header; *error when it is ours
 // but unreadable or the length differs (a truncated or extended file).
 std::optional<Header> read_header(const std::filesystem::path& file, std::string* error);
+
+// Reads the whole file and checks it against its header (verify_file); "" when it matches.
+std::string verify_whole_file(const std::filesystem::path& file, const Header& header);
 
 }  // namespace ddp::ckpt

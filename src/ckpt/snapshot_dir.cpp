@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 struct Candidate {
   fs::path path;
   TrainingPosition position;
+  std::string run_id;  // from the header ("" without one)
 };
 
 bool is_snapshot_name(const std::string& name) {
@@ -53,12 +54,13 @@ std::vector<Candidate> by_position(const fs::path& dir,
   for (auto& p : files_in(dir, is_snapshot_name)) {
     std::string error;
     if (const auto header = read_header(p, &error)) {
-      out.push_back({p, header->position});
+      out.push_back({p, header->position, header->run_id});
     } else if (!error.empty()) {
       if (skip) skip("snapshot '" + p.string() + "': " + error);
     } else {
       try {
-        out.push_back({p, read_meta(p).position});
+        const SnapshotMeta meta = read_meta(p);
+        out.push_back({p, meta.position, meta.run_id});
       } catch (const DataError& e) {
         if (skip) skip(e.what());
       }
@@ -88,13 +90,15 @@ std::string snapshot_name(std::int64_t epoch, std::int64_t step) {
 }
 
 std::optional<fs::path> find_latest(const fs::path& dir,
-                                    const std::function<void(const std::string&)>& warn) {
+                                    const std::function<void(const std::string&)>& warn,
+                                    const std::string& run_id) {
   auto skip = [&](const std::string& why) {
     if (warn) warn("skipping unreadable " + why);
   };
   // The headers order the candidates; the newest is then read in full (checksum, every dataset),
   // falling back to older ones while that fails.
   for (const auto& c : by_position(dir, skip)) {
+    if (!run_id.empty() && c.run_id != run_id) continue;
     try {
       (void)read_snapshot(c.path);
       return c.path;
@@ -105,16 +109,33 @@ std::optional<fs::path> find_latest(const fs::path& dir,
   return std::nullopt;
 }
 
-void prune(const fs::path& dir, int keep) {
-  if (keep <= 0) return;
-  const auto candidates = by_position(dir, nullptr);
-  for (std::size_t i = static_cast<std::size_t>(keep); i < candidates.size(); ++i) {
+std::vector<fs::path> prune(const fs::path& dir, int keep, const std::string& run_id,
+                            const TrainingPosition& newest) {
+  std::vector<fs::path> removed;
+  // Without a run id nothing can be told apart safely: keep everything.
+  if (keep <= 0 || run_id.empty()) return removed;
+  // This run's snapshots up to the one just written, newest first; only the headers are read.
+  std::vector<Candidate> own;
+  for (auto& c : by_position(dir, nullptr))
+    if (c.run_id == run_id && c.position <= newest) own.push_back(std::move(c));
+  std::size_t kept = 0;
+  for (const auto& c : own) {
+    // Complete means length and checksum verified (a file that fails is not counted as kept,
+    // and is not removed either).
+    std::string error;
+    const auto header = read_header(c.path, &error);
+    if (!header || !verify_whole_file(c.path, *header).empty()) continue;
+    if (kept < static_cast<std::size_t>(keep) || c.position == newest) {
+      ++kept;
+      continue;
+    }
     std::error_code ec;
-    fs::remove(candidates[i].path, ec);
+    fs::remove(c.path, ec);
     if (ec)
-      throw SystemError("cannot delete old snapshot '" + candidates[i].path.string() +
-                        "': " + ec.message());
+      throw SystemError("cannot delete old snapshot '" + c.path.string() + "': " + ec.message());
+    removed.push_back(c.path);
   }
+  return removed;
 }
 
 int remove_stale_temp_files(const fs::path& dir) {

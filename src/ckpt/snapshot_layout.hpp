@@ -25,6 +25,16 @@ inline constexpr const char* kSeed = "seed";
 inline constexpr const char* kWorldSize = "world_size";
 inline constexpr const char* kLossScale = "loss_scale";
 inline constexpr const char* kLossScaleGoodSteps = "loss_scale_good_steps";
+// Added within format version 1 (older files lack them; readers take the defaults).
+inline constexpr const char* kRunId = "run_id";
+inline constexpr const char* kGlobalBatch = "global_batch";
+inline constexpr const char* kRunTrainSeconds = "run_train_s";
+inline constexpr const char* kEpochLossSum = "epoch_loss_sum";
+inline constexpr const char* kEpochCorrect = "epoch_correct";
+inline constexpr const char* kEpochSamples = "epoch_samples";
+inline constexpr const char* kEpochSteps = "epoch_steps";
+inline constexpr const char* kEpochTrainSeconds = "epoch_train_s";
+inline constexpr const char* kEpochCommWaitSeconds = "epoch_comm_wait_s";
 // Attributes of /optimizer.
 inline constexpr const char* kOptimizerName = "name";
 inline constexpr const char* kOptimizerSteps = "steps";

@@ -81,6 +81,18 @@ SnapshotMeta read_meta_from(const OpenFile& f) {
     meta.loss_scale = h5::get_attr_f64(f.file, m, layout::kLossScale);
     meta.loss_scale_good_steps = h5::get_attr_i64(f.file, m, layout::kLossScaleGoodSteps);
   }
+  if (h5::has_attr(f.file, m, layout::kRunId)) {
+    meta.run_id = h5::get_attr_string(f.file, m, layout::kRunId);
+    meta.global_batch = h5::get_attr_i64(f.file, m, layout::kGlobalBatch);
+    meta.run_train_s = h5::get_attr_f64(f.file, m, layout::kRunTrainSeconds);
+    EpochProgress& p = meta.epoch_progress;
+    p.loss_sum = h5::get_attr_f64(f.file, m, layout::kEpochLossSum);
+    p.correct = h5::get_attr_i64(f.file, m, layout::kEpochCorrect);
+    p.samples = h5::get_attr_i64(f.file, m, layout::kEpochSamples);
+    p.steps = h5::get_attr_i64(f.file, m, layout::kEpochSteps);
+    p.train_s = h5::get_attr_f64(f.file, m, layout::kEpochTrainSeconds);
+    p.comm_wait_s = h5::get_attr_f64(f.file, m, layout::kEpochCommWaitSeconds);
+  }
   meta.config_toml = h5::read_string(f.file, layout::kConfigToml, f.size);
   meta.metrics_jsonl = h5::read_string(f.file, layout::kMetricsJsonl, f.size);
   // The header is outside the checksum and orders snapshots in a directory: it must agree.
@@ -90,6 +102,9 @@ SnapshotMeta read_meta_from(const OpenFile& f) {
                       std::to_string(f.header->position.step_in_epoch) +
                       ") differs from /meta's (epoch " + std::to_string(meta.position.epoch) +
                       ", step " + std::to_string(meta.position.step_in_epoch) + ")");
+  if (f.header && f.header->run_id != meta.run_id)
+    throw h5::Failure("the header's run id '" + f.header->run_id + "' differs from /meta's '" +
+                      meta.run_id + "'");
   return meta;
 }
 

@@ -107,6 +107,16 @@ std::vector<char> build_image(const fs::path& tmp, const std::vector<Entry>& ent
   h5::set_attr_i64(f, m, layout::kWorldSize, meta.world_size);
   h5::set_attr_f64(f, m, layout::kLossScale, meta.loss_scale);
   h5::set_attr_i64(f, m, layout::kLossScaleGoodSteps, meta.loss_scale_good_steps);
+  h5::set_attr_string(f, m, layout::kRunId, meta.run_id);
+  h5::set_attr_i64(f, m, layout::kGlobalBatch, meta.global_batch);
+  h5::set_attr_f64(f, m, layout::kRunTrainSeconds, meta.run_train_s);
+  const EpochProgress& p = meta.epoch_progress;
+  h5::set_attr_f64(f, m, layout::kEpochLossSum, p.loss_sum);
+  h5::set_attr_i64(f, m, layout::kEpochCorrect, p.correct);
+  h5::set_attr_i64(f, m, layout::kEpochSamples, p.samples);
+  h5::set_attr_i64(f, m, layout::kEpochSteps, p.steps);
+  h5::set_attr_f64(f, m, layout::kEpochTrainSeconds, p.train_s);
+  h5::set_attr_f64(f, m, layout::kEpochCommWaitSeconds, p.comm_wait_s);
   h5::write_string(f, layout::kConfigToml, meta.config_toml);
   h5::write_string(f, layout::kMetricsJsonl, meta.metrics_jsonl);
 
@@ -119,7 +129,7 @@ std::vector<char> build_image(const fs::path& tmp, const std::vector<Entry>& ent
   if (H5Fget_file_image(f, image.data() + kHeaderBytes, static_cast<std::size_t>(size)) != size)
     throw h5::Failure("copying the file image: " + h5::last_error());
   h5::check(f.close(), "closing the file in memory");
-  stamp_header(image, meta.position);
+  stamp_header(image, meta.position, meta.run_id);
   return image;
 }
 

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "ddp/ckpt/snapshot.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::train {
@@ -47,15 +48,17 @@ std::string num(double v) {
 
 }  // namespace
 
-MetricsLog::MetricsLog(const std::filesystem::path& dir, bool append)
-    : path_(dir / "metrics.jsonl"), out_(path_, append ? std::ios::app : std::ios::trunc) {
+MetricsLog::MetricsLog(const std::filesystem::path& dir, const std::string& history)
+    : path_(dir / "metrics.jsonl") {
+  ckpt::write_file_atomically(path_, history);
+  out_.open(path_, std::ios::app);
   if (!out_)
     throw SystemError("cannot write " + path_.string() + ": check that run.dir is writable");
 }
 
 std::string to_json(const EpochMetrics& m) {
   std::ostringstream out;
-  out << "{\"epoch\": " << m.epoch << ", \"steps\": " << m.steps
+  out << "{\"epoch\": " << m.epoch << ", \"segment\": " << m.segment << ", \"steps\": " << m.steps
       << ", \"train_loss\": " << num(m.train_loss) << ", \"train_acc\": " << num(m.train_acc);
   if (m.evaluated)
     out << ", \"test_loss\": " << num(m.test_loss) << ", \"test_acc\": " << num(m.test_acc)
@@ -67,26 +70,27 @@ std::string to_json(const EpochMetrics& m) {
 }
 
 void MetricsLog::write_epoch(const EpochMetrics& m) {
-  write_history(to_json(m) + "\n");
+  append(to_json(m) + "\n");
 }
 
-void MetricsLog::write_history(const std::string& jsonl) {
-  out_ << jsonl;
+void MetricsLog::append(const std::string& text) {
+  out_ << text;
   out_.flush();
   if (!out_) throw SystemError("writing " + path_.string() + " failed (disk full?)");
 }
 
 void MetricsLog::write_summary(const EpochMetrics& last, double total_s, std::int64_t world_size,
-                               std::uint64_t weights_digest) {
+                               std::uint64_t weights_digest, std::int64_t segments) {
   char digest[32];
   std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(weights_digest));
-  out_ << "{\"summary\": true, \"epochs\": " << last.epoch
-       << ", \"final_train_loss\": " << num(last.train_loss)
-       << ", \"final_test_loss\": " << num(last.test_loss)
-       << ", \"final_test_acc\": " << num(last.test_acc) << ", \"total_s\": " << num(total_s)
-       << ", \"world_size\": " << world_size << ", \"weights_digest\": \"" << digest << "\"}\n";
-  out_.flush();
-  if (!out_) throw SystemError("writing " + path_.string() + " failed (disk full?)");
+  std::ostringstream out;
+  out << "{\"summary\": true, \"epochs\": " << last.epoch
+      << ", \"final_train_loss\": " << num(last.train_loss)
+      << ", \"final_test_loss\": " << num(last.test_loss)
+      << ", \"final_test_acc\": " << num(last.test_acc) << ", \"total_s\": " << num(total_s)
+      << ", \"segments\": " << segments << ", \"world_size\": " << world_size
+      << ", \"weights_digest\": \"" << digest << "\"}\n";
+  append(out.str());
 }
 
 ProgressBar::ProgressBar(bool enabled, std::int64_t epoch, std::int64_t epochs, std::int64_t steps)

@@ -1,6 +1,8 @@
 #include "ddp/train/trainer.hpp"
 
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -78,6 +80,17 @@ Trainer::Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream&
   test_ = data::load_distributed(d.dataset, d.root, data::Split::test, d.distribute);
   if (d.train_limit > 0 && d.train_limit < train_.size()) train_ = train_.head(d.train_limit);
   if (d.test_limit > 0 && d.test_limit < test_.size()) test_ = test_.head(d.test_limit);
+  // The model reads training-sized images; a test split of another size or class count would be
+  // read out of bounds or scored against the wrong labels.
+  const auto dims = [](const data::Dataset& s) {
+    return std::to_string(s.channels()) + "x" + std::to_string(s.height()) + "x" +
+           std::to_string(s.width()) + " in " + std::to_string(s.num_classes()) + " classes";
+  };
+  if (test_.channels() != train_.channels() || test_.height() != train_.height() ||
+      test_.width() != train_.width() || test_.num_classes() != train_.num_classes())
+    throw DataError("data.root = '" + d.root + "' (" + d.dataset + "): the test split's images are " +
+                    dims(test_) + " but the training split's are " + dims(train_) +
+                    ": both splits must have the same channels, size and classes");
   norm_ = make_normalization(d, train_);
 
   const std::int64_t world = comm_.size(), k = cfg_.train.accumulate;
@@ -243,7 +256,8 @@ void Trainer::check_replicas() {
                 " differ from rank 0's (non-deterministic kernel, memory corruption or a bug)");
 }
 
-EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, bool& stopped) {
+EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, bool& stopped,
+                                  bool& stop_after) {
   auto batches = data::epoch_batches(sampler_options(), static_cast<std::uint64_t>(epoch));
   // A resumed epoch continues where the snapshot left it: the batches are a function of
   // (seed, epoch, global batch), not of the number of ranks.
@@ -261,16 +275,33 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   auto grads = model_->grads();
   const bool show_bar = comm_.rank() == 0 && runtime::stdout_is_terminal();
   ProgressBar bar(show_bar, epoch + 1, cfg_.train.epochs, steps_per_epoch_);
+  // On the CPU the loss is checked after every step (reading it costs nothing); on a GPU reading
+  // it waits for the device, so only at progress updates and the epoch's end.
+  const bool check_every_step = be_->device() == Device::cpu;
   double loss_sum = 0.0;
   std::int64_t correct = 0, seen = 0, global_seen = 0, step = first_step;
+  std::int64_t checked_step = first_step;  // the loss was finite up to here
   double lr = 0.0;
   stopped = false;
+  stop_after = false;
   const double wait0 = (sync_ ? sync_->stats().exposed_s : 0.0) + blocking_wait_s_;
   const auto t0 = Clock::now();
   auto take_loss = [&] {
     const auto r = be_->take_loss();  // waits for a GPU: only at bar updates and the epoch's end
     loss_sum += r.loss_sum;
     correct += r.correct;
+    // NaN/inf weights would go on into every later step and snapshot: stop here, naming where.
+    if (!std::isfinite(loss_sum))
+      throw Error("training diverged: the loss of rank " + std::to_string(comm_.rank()) +
+                  " is not finite (" + std::to_string(loss_sum) + ") in epoch " +
+                  std::to_string(epoch + 1) +
+                  (step == checked_step + 1 ? ", step " + std::to_string(step)
+                                            : ", steps " + std::to_string(checked_step + 1) +
+                                                  ".." + std::to_string(step)) +
+                  " (global step " + std::to_string(global_step_) +
+                  "); no snapshot of these weights is written, the newest one in run.dir holds "
+                  "the last finite weights. Lower optim.lr (or add warm-up) and resume from it");
+    checked_step = step;
   };
   while (auto b = feed_->next()) {
     lr = sched_->at(global_step_);
@@ -284,11 +315,13 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
     if (apply) opt_->step(params, grads, lr);
     ++global_step_;
     ++step;
+    last_step_ = step;
     seen += b->size;
     global_seen += b->global_size;
     samples_seen_ += b->global_size;
+    if (check_every_step) take_loss();
     if (show_bar && (step % 10 == 0 || step == steps_per_epoch_)) {
-      take_loss();
+      if (!check_every_step) take_loss();
       bar.update(step, seen > 0 ? loss_sum / static_cast<double>(seen) : 0.0,
                  static_cast<double>(global_seen) / seconds_since(t0));
     }
@@ -313,7 +346,11 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
       break;
     }
   }
+  // A request that arrived with the epoch's last step (or whose agreement completes only now)
+  // still stops the run: after this epoch, which is complete. An epoch of one step has no other
+  // chance to see it.
   if (!stop_request_.empty()) comm_.wait(stop_request_);
+  if (!stopped && stop_flag_ > 0.0f) stop_after = true;
   stop_flag_ = 0.0f;
   take_loss();
   const double train_s = seconds_since(t0);
@@ -327,16 +364,27 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   }
   average_buffers();
   check_replicas();
+  // The epoch's totals: a resumed epoch adds what the segments before this one trained of it.
+  const ckpt::EpochProgress carry = first_step > 0 ? epoch_carry_ : ckpt::EpochProgress{};
+  progress_.loss_sum = carry.loss_sum + sums[0];
+  progress_.correct = carry.correct + counts[0];
+  progress_.samples = carry.samples + counts[1];
+  progress_.steps = carry.steps + (step - first_step);
+  progress_.train_s = carry.train_s + train_s;
+  progress_.comm_wait_s =
+      carry.comm_wait_s + (sync_ ? sync_->stats().exposed_s : 0.0) + blocking_wait_s_ - wait0;
   EpochMetrics m;
   m.epoch = epoch + 1;
   m.epochs = cfg_.train.epochs;
-  m.steps = step - first_step;
-  m.train_loss = counts[1] > 0 ? sums[0] / static_cast<double>(counts[1]) : 0.0;
-  m.train_acc = counts[1] > 0 ? static_cast<double>(counts[0]) / static_cast<double>(counts[1]) : 0;
+  m.segment = segment_;
+  m.steps = progress_.steps;
+  const auto samples = static_cast<double>(progress_.samples);
+  m.train_loss = progress_.samples > 0 ? progress_.loss_sum / samples : 0.0;
+  m.train_acc = progress_.samples > 0 ? static_cast<double>(progress_.correct) / samples : 0.0;
   m.lr = lr;
-  m.epoch_s = train_s;
-  m.comm_wait_s = (sync_ ? sync_->stats().exposed_s : 0.0) + blocking_wait_s_ - wait0;
-  m.images_per_s = train_s > 0 ? static_cast<double>(global_seen) / train_s : 0.0;
+  m.epoch_s = progress_.train_s;
+  m.comm_wait_s = progress_.comm_wait_s;
+  m.images_per_s = progress_.train_s > 0 ? samples / progress_.train_s : 0.0;
   return m;
 }
 
@@ -388,9 +436,11 @@ void Trainer::resume() {
   if (r.empty()) return;
   const std::filesystem::path dir = cfg_.run.dir;
   // Rank 0 reads the snapshot (the run directory need not be shared); the state travels over MPI.
-  // found, epoch, step, samples, global step, opt steps, loss-scale good steps
-  std::vector<std::int64_t> pos(7, 0);
-  double loss_scale = 0.0;
+  // found, epoch, step, samples, global step, opt steps, loss-scale good steps, and the resumed
+  // epoch's totals so far: correct, samples, steps
+  std::vector<std::int64_t> pos(10, 0);
+  // loss scale, the run's training time, the epoch's loss sum, training and waiting time
+  std::vector<double> reals(5, 0.0);
   std::string history;
   std::exception_ptr error;
   if (comm_.rank() == 0) try {
@@ -408,14 +458,19 @@ void Trainer::resume() {
         const ckpt::Snapshot snap = ckpt::read_snapshot(*file);
         ckpt::restore(snap, *model_, *opt_);
         const auto& p = snap.meta.position;
+        const auto& e = snap.meta.epoch_progress;
         pos = {1,
                p.epoch,
                p.step_in_epoch,
                p.samples_seen,
                p.global_step,
                snap.optimizer_steps,
-               snap.meta.loss_scale_good_steps};
-        loss_scale = snap.meta.loss_scale;
+               snap.meta.loss_scale_good_steps,
+               e.correct,
+               e.samples,
+               e.steps};
+        reals = {snap.meta.loss_scale, snap.meta.run_train_s, e.loss_sum, e.train_s,
+                 e.comm_wait_s};
         history = snap.meta.metrics_jsonl;
         out_ << "resume: " << file->string() << " (epoch " << p.epoch << ", step "
              << p.step_in_epoch << ", written by " << snap.meta.world_size << " rank(s))\n";
@@ -434,7 +489,7 @@ void Trainer::resume() {
   if (error) std::rethrow_exception(error);
   if (comm_.size() > 1) {
     comm_.broadcast(std::as_writable_bytes(std::span<std::int64_t>(pos)), 0);
-    comm_.broadcast(std::as_writable_bytes(std::span<double>(&loss_scale, 1)), 0);
+    comm_.broadcast(std::as_writable_bytes(std::span<double>(reals)), 0);
     if (pos[0]) {
       // Rank 0 restored into its host mirrors; they travel over MPI and go to each backend.
       comm_.broadcast(std::as_writable_bytes(model_->host_params()), 0);
@@ -458,7 +513,9 @@ void Trainer::resume() {
   global_step_ = pos[4];
   opt_->set_steps_taken(pos[5]);
   // The scale the run had reached (a snapshot without one leaves the configured start).
-  if (scaler_.enabled() && loss_scale > 0) scaler_.restore(loss_scale, pos[6]);
+  if (scaler_.enabled() && reals[0] > 0) scaler_.restore(reals[0], pos[6]);
+  run_train_s_ = reals[1];
+  epoch_carry_ = {reals[2], pos[7], pos[8], pos[9], reals[3], reals[4]};
   history_ = history;
   if (start_step_ >= steps_per_epoch_) {
     // A mid-epoch snapshot of a run with another global batch: its step count does not fit.
@@ -478,6 +535,10 @@ void Trainer::save(std::int64_t epoch, std::int64_t step_in_epoch) {
   meta.config_toml = cfg_.resolved_toml;
   meta.metrics_jsonl = history_;
   meta.program_version = DDP_VERSION_STRING;
+  meta.run_id = run_id_;
+  meta.global_batch = global_batch_;
+  meta.run_train_s = run_train_s_ + seconds_since(segment_t0_);
+  if (step_in_epoch > 0) meta.epoch_progress = progress_;
   if (scaler_.enabled()) {
     meta.loss_scale = scaler_.scale();
     meta.loss_scale_good_steps = scaler_.good_steps();
@@ -487,26 +548,98 @@ void Trainer::save(std::int64_t epoch, std::int64_t step_in_epoch) {
   const std::filesystem::path file = std::filesystem::path(cfg_.run.dir) / name;
   const auto t0 = Clock::now();
   ckpt::write_snapshot(file, *model_, *opt_, cfg_.optim.name, meta);
-  ckpt::prune(cfg_.run.dir, static_cast<int>(cfg_.train.keep_last));
+  ckpt::prune(cfg_.run.dir, static_cast<int>(cfg_.train.keep_last), run_id_, meta.position);
   char buf[64];
   std::snprintf(buf, sizeof buf, " (%.3f s)", seconds_since(t0));
   out_ << "snapshot: " << file.string() << buf << "\n";
   out_.flush();
 }
 
+void Trainer::write_record(RunRecord* record) {
+  if (record) write_run_record(cfg_.run.dir, *record);
+}
+
 TrainResult Trainer::run() {
+  const RunStart start = plan_run_start(cfg_, comm_, out_);
+  if (start.config.train.global_batch != cfg_.train.global_batch)
+    throw Error("internal: this run keeps another global batch; build the trainer with "
+                "plan_run_start's configuration and call run(start)");
+  return run(start);
+}
+
+TrainResult Trainer::run(const RunStart& start) {
   const bool root = comm_.rank() == 0;
+  if (start.action == RunStart::Action::nothing_to_do)
+    throw Error("internal: Trainer::run with nothing to do");
+  if (start.config.train.resume != cfg_.train.resume)
+    throw Error("internal: the trainer was not built with the run start's configuration");
+  run_id_ = start.run_id;
   // A run directory we cannot write fails now, not after hours of training.
   if (root) {
     ckpt::ensure_writable_dir(cfg_.run.dir);
     ckpt::remove_stale_temp_files(cfg_.run.dir);
   }
   resume();
-  std::unique_ptr<MetricsLog> log;
+  // Rank 0 records the segment: a previous one still "running" ended without a word.
+  std::optional<RunRecord> record;
   if (root) {
-    log = std::make_unique<MetricsLog>(cfg_.run.dir, false);
-    log->write_history(history_);
+    record = start.record.value_or(RunRecord{});
+    for (auto& s : record->segments)
+      if (s.exit == "running") s.exit = "ended without a word (killed, or its node failed)";
+    record->run_id = run_id_;
+    record->status = "running";
+    record->config_hash = config_hash(cfg_.resolved_toml);
+    record->epochs = cfg_.train.epochs;
+    record->epochs_done = start_epoch_;
+    RunSegment seg;
+    seg.number = static_cast<std::int64_t>(record->segments.size()) + 1;
+    seg.start = utc_now();
+    seg.world_size = comm_.size();
+    seg.config_hash = record->config_hash;
+    seg.resumed_from = start.snapshot.string();
+    seg.start_epoch = start_epoch_;
+    seg.start_step = start_step_;
+    seg.config_changes = start.changes;
+    seg.epochs_done = start_epoch_;
+    record->segments.push_back(seg);
+    segment_ = seg.number;
+    ckpt::write_file_atomically(std::filesystem::path(cfg_.run.dir) / kResolvedConfigFile,
+                                cfg_.resolved_toml);
+    write_record(&*record);
   }
+  try {
+    auto result = train_run(start, record ? &*record : nullptr);
+    if (record) {
+      record->status = result.stopped ? "stopped" : "complete";
+      record->segments.back().exit =
+          result.stopped ? (runtime::stop_signal() != 0
+                                ? std::string("stopped by ") + strsignal(runtime::stop_signal())
+                                : std::string("stopped: another rank got a stop signal"))
+                         : "complete";
+      record->segments.back().end = utc_now();
+      write_record(&*record);
+    }
+    return result;
+  } catch (const std::exception& e) {
+    if (record) try {
+        record->status = "failed";
+        record->segments.back().exit = std::string("failed: ") + e.what();
+        record->segments.back().end = utc_now();
+        write_record(&*record);
+      } catch (const std::exception&) {
+        // The training error is the one to report.
+      }
+    throw;
+  }
+}
+
+TrainResult Trainer::train_run(const RunStart& start, RunRecord* record) {
+  (void)start;
+  const bool root = comm_.rank() == 0;
+  std::unique_ptr<MetricsLog> log;
+  // metrics.jsonl restarts from the snapshot's rows: rows written after it (by a segment that was
+  // killed) are trained again and must not appear twice.
+  if (root) log = std::make_unique<MetricsLog>(cfg_.run.dir, history_);
   // Resident memory per rank, private vs shared: shows that data.distribute = "broadcast" holds the
   // dataset once per node.
   const auto w = static_cast<std::size_t>(comm_.size());
@@ -526,21 +659,23 @@ TrainResult Trainer::run() {
        << " rank(s) x " << rank_batch_;
   if (cfg_.train.accumulate > 1) out_ << " in " << cfg_.train.accumulate << " micro-batches";
   out_ << ")\n";
+  out_ << "run: " << run_id_ << ", segment " << segment_ << ", in " << cfg_.run.dir << "\n";
   out_.flush();
 
   TrainResult result;
-  const auto t0 = Clock::now();
+  segment_t0_ = Clock::now();
+  auto run_time = [&] { return run_train_s_ + seconds_since(segment_t0_); };
   for (std::int64_t epoch = start_epoch_; epoch < cfg_.train.epochs; ++epoch) {
-    bool stopped = false;
-    EpochMetrics m = train_epoch(epoch, epoch == start_epoch_ ? start_step_ : 0, stopped);
+    bool stopped = false, stop_after = false;
+    const std::int64_t first_step = epoch == start_epoch_ ? start_step_ : 0;
+    EpochMetrics m = train_epoch(epoch, first_step, stopped, stop_after);
     if (stopped) {
-      const std::int64_t step = (epoch == start_epoch_ ? start_step_ : 0) + m.steps;
       out_ << "stop requested (a SIGTERM/SIGUSR1 reached at least one rank): saving epoch "
-           << epoch + 1 << " at step " << step << "\n";
-      save(epoch, step);
+           << epoch + 1 << " at step " << last_step_ << "\n";
+      save(epoch, last_step_);
       result.stopped = true;
       result.last = m;
-      result.total_s = seconds_since(t0);
+      result.total_s = run_time();
       return result;
     }
     const bool last = epoch + 1 == cfg_.train.epochs;
@@ -564,12 +699,26 @@ TrainResult Trainer::run() {
     history_ += to_json(m) + "\n";
     if (log) log->write_epoch(m);
     result.last = m;
-    if (last || (cfg_.train.save_every > 0 && (epoch + 1) % cfg_.train.save_every == 0))
-      save(epoch + 1, 0);
+    const bool save_due = cfg_.train.save_every > 0 && (epoch + 1) % cfg_.train.save_every == 0;
+    if (last || save_due || stop_after) save(epoch + 1, 0);
+    if (record) {
+      record->epochs_done = epoch + 1;
+      record->segments.back().epochs_done = epoch + 1;
+      write_record(record);
+    }
+    if (stop_after && !last) {
+      out_ << "stop requested (a SIGTERM/SIGUSR1 reached at least one rank) with the epoch's last "
+              "step: saved epoch "
+           << epoch + 1 << "\n";
+      result.stopped = true;
+      result.total_s = run_time();
+      return result;
+    }
   }
-  result.total_s = seconds_since(t0);
+  result.total_s = run_time();
   const std::uint64_t digest = model_->digest();
-  if (log) log->write_summary(result.last, result.total_s, comm_.size(), digest);
+  if (log)
+    log->write_summary(result.last, result.total_s, comm_.size(), digest, segment_);
   char buf[160];
   std::snprintf(buf, sizeof buf,
                 "final test accuracy: %.2f%% (%lld samples), loss %.4f, weights digest %016llx\n",

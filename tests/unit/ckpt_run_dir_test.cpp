@@ -36,8 +36,10 @@ struct SmallRun {
     opt = optim::Optimizer::create(c, *be, model.params().size());
     model.init_parameters(1);
   }
-  void write(const fs::path& file, std::int64_t epoch, std::int64_t step = 0) {
+  void write(const fs::path& file, std::int64_t epoch, std::int64_t step = 0,
+             const std::string& run = "run-a") {
     SnapshotMeta m;
+    m.run_id = run;
     m.position = {epoch, step, epoch * 100 + step * 10, epoch * 10 + step};
     m.config_toml = "[train]\nepochs = 9\n";
     write_snapshot(file, model, *opt, "sgd", m);
@@ -198,23 +200,77 @@ TEST(FindLatest, NoneInAnEmptyOrMissingDirectory) {
   EXPECT_EQ(warned, 1);
 }
 
+TrainingPosition at(std::int64_t epoch, std::int64_t step = 0) {
+  return {epoch, step, epoch * 100 + step * 10, epoch * 10 + step};
+}
+
 TEST(Prune, KeepsTheNewestKAndTouchesNothingElse) {
   ScratchDir dir;
   SmallRun r;
   for (int e = 1; e <= 4; ++e) r.write(dir.path() / snapshot_name(e), e);
   r.write(dir.path() / snapshot_name(4, 3), 4, 3);
   r.write(dir.path() / snapshot_name(5), 5);
-  truncate_to_half(dir.path() / snapshot_name(5));  // the newest, but incomplete: not counted
+  truncate_to_half(dir.path() / snapshot_name(4, 3));  // incomplete: neither counted nor removed
   spit(dir.path() / "metrics.jsonl", "{}\n");
   spit(dir.path() / "snapshot_e0099.h5", "unreadable: left for a human");
-  prune(dir.path(), 0);  // keep all
+  prune(dir.path(), 0, "run-a", at(5));  // keep all
   EXPECT_EQ(names_in(dir.path()).size(), 8u);
-  prune(dir.path(), 2);
+  const auto removed = prune(dir.path(), 2, "run-a", at(5));
+  EXPECT_EQ(removed.size(), 3u);
   EXPECT_EQ(names_in(dir.path()),
             (std::set<std::string>{snapshot_name(4), snapshot_name(4, 3), snapshot_name(5),
                                    "metrics.jsonl", "snapshot_e0099.h5"}));
-  prune(dir.path(), 5);
+  prune(dir.path(), 5, "run-a", at(5));
   EXPECT_EQ(names_in(dir.path()).size(), 5u);
+}
+
+// Defect: a 2-epoch run started in a directory holding a 5-epoch run's snapshots kept the old
+// run's e0003-e0005 and deleted the e0001/e0002 it had just written.
+TEST(Prune, NeverRemovesAnotherRunsFilesNorTheOneJustWritten) {
+  ScratchDir dir;
+  SmallRun r;
+  for (int e = 3; e <= 5; ++e) r.write(dir.path() / snapshot_name(e), e, 0, "old-run");
+  r.write(dir.path() / snapshot_name(1), 1, 0, "new-run");
+  EXPECT_TRUE(prune(dir.path(), 1, "new-run", at(1)).empty());
+  r.write(dir.path() / snapshot_name(2), 2, 0, "new-run");
+  const auto removed = prune(dir.path(), 1, "new-run", at(2));
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].filename(), snapshot_name(1));
+  EXPECT_EQ(names_in(dir.path()), (std::set<std::string>{snapshot_name(2), snapshot_name(3),
+                                                        snapshot_name(4), snapshot_name(5)}));
+  // Files of an older program (no run id) are never this run's either.
+  r.write(dir.path() / snapshot_name(7), 7, 0, "");
+  EXPECT_TRUE(prune(dir.path(), 1, "new-run", at(2)).empty());
+  EXPECT_TRUE(prune(dir.path(), 1, "", at(9)).empty());
+}
+
+// Defect: in a directory of corrupt snapshots of the right length, keep_last 1 deleted the file
+// just written and kept a corrupt one.
+TEST(Prune, KeepsTheFileJustWrittenAndLeavesCorruptOnesAlone) {
+  ScratchDir dir;
+  SmallRun r;
+  for (int e = 2; e <= 3; ++e) {
+    r.write(dir.path() / snapshot_name(e), e);
+    std::string bytes = slurp(dir.path() / snapshot_name(e));
+    bytes[bytes.size() - 100] = static_cast<char>(bytes[bytes.size() - 100] ^ 0x55);
+    spit(dir.path() / snapshot_name(e), bytes);  // same length, checksum mismatch
+  }
+  r.write(dir.path() / snapshot_name(1), 1);
+  EXPECT_TRUE(prune(dir.path(), 1, "run-a", at(1)).empty());
+  EXPECT_EQ(names_in(dir.path()),
+            (std::set<std::string>{snapshot_name(1), snapshot_name(2), snapshot_name(3)}));
+}
+
+TEST(FindLatest, WithARunIdTakesOnlyThatRunsSnapshots) {
+  ScratchDir dir;
+  SmallRun r;
+  r.write(dir.path() / snapshot_name(1), 1, 0, "mine");
+  r.write(dir.path() / snapshot_name(4), 4, 0, "other");
+  const auto mine = find_latest(dir.path(), nullptr, "mine");
+  ASSERT_TRUE(mine);
+  EXPECT_EQ(mine->filename(), snapshot_name(1));
+  EXPECT_EQ(find_latest(dir.path(), nullptr)->filename(), snapshot_name(4));
+  EXPECT_FALSE(find_latest(dir.path(), nullptr, "nobody"));
 }
 
 TEST(WriteSnapshot, LeavesNoTemporaryFileAndReplacesAtomically) {

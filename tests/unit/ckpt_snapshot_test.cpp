@@ -77,6 +77,10 @@ SnapshotMeta meta_at(std::int64_t epoch, std::int64_t step = 0) {
   m.config_toml = "[train]\nepochs = 5\nseed = 42\n";
   m.metrics_jsonl = "{\"epoch\":1,\"train_loss\":2.25}\n{\"epoch\":2,\"train_loss\":1.5}\n";
   m.program_version = "0.1.0";
+  m.run_id = "run-42";
+  m.global_batch = 96;
+  m.run_train_s = 12.5;
+  m.epoch_progress = {3.25, 17, 40, 5, 1.5, 0.25};
   return m;
 }
 
@@ -160,6 +164,15 @@ TEST_P(RoundTrip, RestoresModelAndOptimizerBitwise) {
   EXPECT_EQ(s.meta.metrics_jsonl, want.metrics_jsonl);
   EXPECT_EQ(s.meta.program_version, "0.1.0");
   EXPECT_EQ(s.meta.format_version, kFormatVersion);
+  EXPECT_EQ(s.meta.run_id, "run-42");
+  EXPECT_EQ(s.meta.global_batch, 96);
+  EXPECT_EQ(s.meta.run_train_s, 12.5);
+  EXPECT_EQ(s.meta.epoch_progress.loss_sum, 3.25);
+  EXPECT_EQ(s.meta.epoch_progress.correct, 17);
+  EXPECT_EQ(s.meta.epoch_progress.samples, 40);
+  EXPECT_EQ(s.meta.epoch_progress.steps, 5);
+  EXPECT_EQ(s.meta.epoch_progress.train_s, 1.5);
+  EXPECT_EQ(s.meta.epoch_progress.comm_wait_s, 0.25);
   EXPECT_EQ(s.optimizer_name, GetParam());
   EXPECT_EQ(s.optimizer_steps, 3);
   EXPECT_EQ(s.source, file);
@@ -321,7 +334,7 @@ TEST(Snapshot, HeaderShowsPositionLengthAndCrcAndCanBeDropped) {
   const std::string header =
       "ddp_train snapshot\nformat_version 1\nepoch 2\nstep_in_epoch 5\nsamples_seen 220\n"
       "global_step 55\nbytes " +
-      std::to_string(bytes.size()) + "\ncrc32 " + crc + "\n";
+      std::to_string(bytes.size()) + "\ncrc32 " + crc + "\nrun_id run-42\n";
   EXPECT_EQ(bytes.substr(0, header.size() + 1), header + '\0');
 
   // The header is outside the checksum; a position that disagrees with /meta is caught.

@@ -14,6 +14,7 @@ namespace ddp::app {
 
 struct RunConfig {
   std::string dir = "runs/default";  // run.dir: outputs (metrics.jsonl, snapshots)
+  bool overwrite = false;            // archive another run's files found in dir and start anew
 };
 
 struct DataConfig {

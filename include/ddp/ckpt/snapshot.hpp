@@ -29,6 +29,15 @@ struct TrainingPosition {
   friend auto operator<=>(const TrainingPosition&, const TrainingPosition&) = default;
 };
 
+struct EpochProgress {
+  double loss_sum = 0.0;
+  std::int64_t correct = 0;
+  std::int64_t samples = 0;
+  std::int64_t steps = 0;
+  double train_s = 0.0;
+  double comm_wait_s = 0.0;
+};
+
 struct SnapshotMeta {
   TrainingPosition position;
   std::uint64_t seed = 0;
@@ -40,6 +49,18 @@ struct SnapshotMeta {
   // changed, so a resumed run continues with them; 0 when it did not (or an older file).
   double loss_scale = 0.0;
   std::int64_t loss_scale_good_steps = 0;
+  // The run this snapshot belongs to (run.json's run_id; "" in files written before runs had an
+  // identity): a run directory's pruning and `--resume auto` only ever use their own run's files.
+  std::string run_id;
+  // Samples per optimizer step over all ranks: the run's global batch, kept on resume (0: older
+  // file, derive it from the configuration).
+  std::int64_t global_batch = 0;
+  // Training time of the run up to this position, over all the job segments that led to it.
+  double run_train_s = 0.0;
+  // A mid-epoch snapshot's totals of the epoch so far (global sums), so that the segment that
+  // finishes the epoch reports it whole: loss sum, correct predictions, samples, steps, seconds of
+  // training and of waiting for gradients.
+  EpochProgress epoch_progress;
   std::int64_t format_version = kFormatVersion;  // as read; writing always writes kFormatVersion
 };
 
@@ -87,15 +108,26 @@ std::string snapshot_name(std::int64_t epoch, std::int64_t step);
 
 // The newest complete, readable snapshot in dir (files named like snapshot_name; ordered by the
 // training position stored in each file, not by name or mtime), or nullopt when there is none.
-// The chosen file has been read in full and verified. Every truncated, corrupt or unreadable
+// With a run_id, only that run's snapshots count (others are skipped without a word); "" takes
+// any. The chosen file has been read in full and verified. Every truncated, corrupt or unreadable
 // candidate is skipped with warn("...names the file and why").
 std::optional<std::filesystem::path> find_latest(
-    const std::filesystem::path& dir, const std::function<void(const std::string&)>& warn);
+    const std::filesystem::path& dir, const std::function<void(const std::string&)>& warn,
+    const std::string& run_id = "");
 
-// Deletes all but the newest `keep` complete snapshots in dir (keep <= 0: keeps all), ordered like
-// find_latest. Cheap: it reads each file's 512-byte header, not the file. Never touches other
-// files, nor snapshot files that are truncated or unreadable (left for a human to look at).
-void prune(const std::filesystem::path& dir, int keep);
+// Deletes run `run_id`'s older snapshots in dir so that its newest `keep` complete ones remain
+// (keep <= 0: keeps all); `newest` is the position of the snapshot just written, and nothing at
+// or after it is removed. Only ever removes files whose header names run_id (never another run's
+// or an older program's files) and whose length and checksum verify (a corrupt file is left for
+// a human to look at). Returns the files removed.
+std::vector<std::filesystem::path> prune(const std::filesystem::path& dir, int keep,
+                                         const std::string& run_id,
+                                         const TrainingPosition& newest);
+
+// Writes `bytes` to `file` atomically (temporary file, fsync, rename, fsync of the directory), as
+// snapshots are: a reader sees the old content or the new, never a mix. Throws SystemError naming
+// the file and the reason (ENOSPC, ...), leaving the old file intact and no temporary file.
+void write_file_atomically(const std::filesystem::path& file, const std::string& bytes);
 
 // Removes temporary files a killed writer left behind (".snapshot_*.h5.tmp.<pid>"); returns how
 // many. Call on rank 0 before training, when no other process writes into dir.

@@ -11,7 +11,8 @@ namespace ddp::train {
 struct EpochMetrics {
   std::int64_t epoch = 0;  // 1-based
   std::int64_t epochs = 0;
-  std::int64_t steps = 0;
+  std::int64_t segment = 1;  // the job segment that finished the epoch (run.json's segments)
+  std::int64_t steps = 0;    // over all segments that trained it
   double train_loss = 0.0;  // mean over all samples of all ranks
   double train_acc = 0.0;
   bool evaluated = false;
@@ -20,7 +21,7 @@ struct EpochMetrics {
   std::int64_t test_samples = 0;
   double lr = 0.0;  // learning rate of the epoch's last step
   double images_per_s = 0.0;
-  double epoch_s = 0.0;  // training time of the epoch
+  double epoch_s = 0.0;  // training time of the epoch (over all segments that trained it)
   double eval_s = 0.0;
   double comm_wait_s = 0.0;  // time this rank (0) waited for gradient all-reduces after backward
 };
@@ -35,16 +36,18 @@ std::string to_json(const EpochMetrics& m);
 
 class MetricsLog {
  public:
-  // Opens (truncates, or appends when resuming) dir/metrics.jsonl.
-  MetricsLog(const std::filesystem::path& dir, bool append);
+  // Replaces dir/metrics.jsonl atomically with `history` (the rows a resumed snapshot carries,
+  // already JSON and newline-terminated; "" for a new run), then appends to it. Rows written after
+  // that snapshot by a segment that did not finish are dropped: their epochs are trained again.
+  MetricsLog(const std::filesystem::path& dir, const std::string& history);
   void write_epoch(const EpochMetrics& m);
-  // Lines carried over from a snapshot when resuming (already JSON, newline-terminated).
-  void write_history(const std::string& jsonl);
-  // The closing summary object: {"summary": true, ...}.
+  // The closing summary object: {"summary": true, ...}. total_s: the run's training and
+  // evaluation time over all its segments.
   void write_summary(const EpochMetrics& last, double total_s, std::int64_t world_size,
-                     std::uint64_t weights_digest);
+                     std::uint64_t weights_digest, std::int64_t segments);
 
  private:
+  void append(const std::string& text);
   std::filesystem::path path_;
   std::ofstream out_;
 };

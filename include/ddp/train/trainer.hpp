@@ -1,11 +1,13 @@
 #pragma once
 // The training loop: epochs of synchronous data-parallel steps, exact evaluation, metrics.
+#include <chrono>
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
 
 #include "ddp/app/config.hpp"
 #include "ddp/backend/backend.hpp"
+#include "ddp/ckpt/snapshot.hpp"
 #include "ddp/comm/communicator.hpp"
 #include "ddp/data/dataset.hpp"
 #include "ddp/data/sampler.hpp"
@@ -17,6 +19,7 @@
 #include "ddp/train/batch_feed.hpp"
 #include "ddp/train/loss_scaler.hpp"
 #include "ddp/train/metrics.hpp"
+#include "ddp/train/run_start.hpp"
 
 namespace ddp::train {
 
@@ -28,7 +31,7 @@ struct EvalResult {
 
 struct TrainResult {
   EpochMetrics last;
-  double total_s = 0.0;
+  double total_s = 0.0;  // training and evaluation time of the run, over all its segments
   bool stopped = false;  // a stop signal ended training early (a snapshot was written)
 };
 
@@ -48,6 +51,10 @@ class Trainer {
           ComputePlace place = {});
   ~Trainer();
 
+  // Trains the run `start` describes (plan_run_start; the trainer must have been built with
+  // start.config), recording it in run.dir (run.json, config.toml, metrics.jsonl, snapshots).
+  TrainResult run(const RunStart& start);
+  // Plans the start itself (plan_run_start with the trainer's configuration), then run(start).
   TrainResult run();
   EvalResult evaluate();
   // Loads the snapshot cfg.train.resume names ("auto" or a path; "" does nothing): rank 0 reads it,
@@ -59,8 +66,15 @@ class Trainer {
   const data::Dataset& test_set() const { return test_; }
 
  private:
-  // Trains epoch `epoch` from step `first_step`; sets `stopped` when all ranks agreed to stop.
-  EpochMetrics train_epoch(std::int64_t epoch, std::int64_t first_step, bool& stopped);
+  // Trains epoch `epoch` from step `first_step`. When all ranks agreed to stop: `stopped` if the
+  // epoch is left unfinished (last_step_ tells where), `stop_after` if the request came with its
+  // last step (the epoch completes first). Throws when the loss stops being finite.
+  EpochMetrics train_epoch(std::int64_t epoch, std::int64_t first_step, bool& stopped,
+                           bool& stop_after);
+  // The body of run(start) (run() records how it ended).
+  TrainResult train_run(const RunStart& start, RunRecord* record);
+  // Rank 0: run.json with the current segment (no-op elsewhere).
+  void write_record(RunRecord* record);
   // Rank 0 writes a snapshot of the current state at `position` and prunes old ones.
   void save(std::int64_t epoch, std::int64_t step_in_epoch);
   data::SamplerOptions sampler_options() const;
@@ -107,6 +121,13 @@ class Trainer {
   std::int64_t start_epoch_ = 0, start_step_ = 0;  // where a resumed run continues
   std::string history_;                            // metrics.jsonl lines so far
   Tensor dlogits_;
+  std::string run_id_;     // the run this trainer continues (snapshots carry it)
+  std::int64_t segment_ = 1;  // this job segment's number in the run (metrics rows carry it)
+  double run_train_s_ = 0.0;  // the run's training time before this segment (from the snapshot)
+  std::chrono::steady_clock::time_point segment_t0_;
+  ckpt::EpochProgress epoch_carry_;  // the resumed epoch's totals before this segment
+  ckpt::EpochProgress progress_;     // the current epoch's totals (saved by a mid-epoch stop)
+  std::int64_t last_step_ = 0;       // steps of the current epoch done
 };
 
 }  // namespace ddp::train
