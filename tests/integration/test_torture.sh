@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# A 2-rank run interrupted 20 times in a row at random moments - SIGKILL of one rank, SIGTERM or
+# SIGUSR1 to every rank, during steps, evaluation and snapshot writes - and resumed each time with
+# --resume auto ends with weights bitwise equal to an uninterrupted run's, every epoch exactly once
+# in metrics.jsonl, no temporary file left and every snapshot readable.
+#   DDP_TORTURE_SEED=N reproduces a sequence (printed at the start); DDP_TORTURE_ROUNDS=N.
+source "$(dirname "$0")/lib.sh"
+[ -f "$FASHION/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION"
+seed=${DDP_TORTURE_SEED:-$(date +%s)}
+rounds=${DDP_TORTURE_ROUNDS:-20}
+RANDOM=$seed
+echo "  seed $seed, $rounds interruptions (DDP_TORTURE_SEED=$seed reproduces them)"
+args=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.train_limit 8192
+      --data.test_limit 4096 --train.batch_size 64 --train.epochs 8 --train.save_every 1
+      --train.keep_last 2 --runtime.threads 1)
+launch() {  # launch DIR [ARGS...]: 2 ranks in the background, output appended to DIR.log
+  local dir=$1; shift
+  mpirun_local -np 2 "$BIN" "${args[@]}" --run-dir "$dir" "$@" >> "$dir.log" 2>&1 &
+  job=$!
+}
+launch "$WORK/ref"
+wait $job || { cat "$WORK/ref.log"; fail "the uninterrupted run failed"; }
+want=$(summary_field "$WORK/ref/metrics.jsonl" weights_digest)
+
+T="$WORK/t"
+launch "$T"  # the first segment starts the run; every later one resumes it
+done_early=0
+for ((i = 1; i <= rounds; i++)); do
+  # A random moment 0.4..2.4 s after the start (start-up, steps, evaluation, snapshot writes), or
+  # the moment an epoch line appears: the snapshot of that epoch is being written then.
+  mode=$((RANDOM % 3)) action=$((RANDOM % 3))
+  if [ $mode = 0 ]; then
+    next=$(( $(grep -c '^epoch ' "$T.log" || true) + 1 ))
+    for ((w = 0; w < 400; w++)); do
+      [ "$(grep -c '^epoch ' "$T.log" || true)" -ge "$next" ] && break
+      kill -0 $job 2> /dev/null || break
+      sleep 0.01
+    done
+  else
+    sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 0.4 + 2.0 * r / 32767 }')"
+  fi
+  pids=$(rank_pids "$T")
+  case $action in
+    0) what="SIGKILL of one rank"; victim=$(echo "$pids" | shuf -n 1 --random-source=<(yes $RANDOM))
+       [ -n "$victim" ] && kill -9 $victim 2> /dev/null || true ;;
+    1) what="SIGTERM to all"; [ -n "$pids" ] && kill -TERM $pids 2> /dev/null || true ;;
+    2) what="SIGUSR1 to all"; [ -n "$pids" ] && kill -USR1 $pids 2> /dev/null || true ;;
+  esac
+  set +e; wait $job; rc=$?; set -e
+  echo "  round $i: $what ($([ $mode = 0 ] && echo "at an epoch's end" || echo "at a random moment")): exit $rc"
+  # A stop with a snapshot is 75; a killed job is whatever mpirun makes of it; a finished run 0.
+  # A crash (134 abort, 139 segfault) on the way is a failure.
+  grep -qE "internal error|Segmentation|corrupted size|double free|AddressSanitizer" "$T.log" &&
+    { tail -30 "$T.log"; fail "round $i: a crash in the log"; }
+  if [ "$rc" = 0 ] && grep -q '"summary": true' "$T/metrics.jsonl" 2> /dev/null; then
+    done_early=$i; break
+  fi
+  launch "$T" --resume auto
+done
+if [ "$done_early" = 0 ]; then
+  wait $job || { tail -30 "$T.log"; fail "the last segment failed"; }
+fi
+got=$(summary_field "$T/metrics.jsonl" weights_digest)
+[ "$got" = "$want" ] || { tail -40 "$T.log"; fail "final weights $got differ from the uninterrupted run's $want"; }
+for e in 1 2 3 4 5 6 7 8; do
+  n=$(grep -c "\"epoch\": $e," "$T/metrics.jsonl" || true)
+  [ "$n" = 1 ] || { cat "$T/metrics.jsonl"; fail "epoch $e appears $n times in metrics.jsonl"; }
+done
+[ "$(grep -c '"summary": true' "$T/metrics.jsonl")" = 1 ] || fail "not exactly one summary"
+leftovers=$(ls -A "$T" | grep '\.tmp\.' || true)
+[ -z "$leftovers" ] || fail "temporary files left: $leftovers"
+for f in "$T"/snapshot_*.h5; do "$BIN" inspect "$f" > /dev/null || fail "$f is unreadable"; done
+grep -q '"status": "complete"' "$T/run.json" || fail "run.json is not complete"
+segments=$(summary_field "$T/metrics.jsonl" segments)
+pass "$segments segments, weights bitwise equal ($want), every epoch once, no temporary file, all snapshots readable"
