@@ -564,13 +564,13 @@ TrainResult Trainer::run() {
   if (start.config.train.global_batch != cfg_.train.global_batch)
     throw Error("internal: this run keeps another global batch; build the trainer with "
                 "plan_run_start's configuration and call run(start)");
+  cfg_.train.resume = start.config.train.resume;  // "auto" resolved to the snapshot (or "")
   return run(start);
 }
 
 TrainResult Trainer::run(const RunStart& start) {
   const bool root = comm_.rank() == 0;
-  if (start.action == RunStart::Action::nothing_to_do)
-    throw Error("internal: Trainer::run with nothing to do");
+  if (start.action == RunStart::Action::nothing_to_do) return {};  // plan_run_start said why
   if (start.config.train.resume != cfg_.train.resume)
     throw Error("internal: the trainer was not built with the run start's configuration");
   run_id_ = start.run_id;
@@ -608,7 +608,7 @@ TrainResult Trainer::run(const RunStart& start) {
     write_record(&*record);
   }
   try {
-    auto result = train_run(start, record ? &*record : nullptr);
+    auto result = train_run(record ? &*record : nullptr);
     if (record) {
       record->status = result.stopped ? "stopped" : "complete";
       record->segments.back().exit =
@@ -633,8 +633,7 @@ TrainResult Trainer::run(const RunStart& start) {
   }
 }
 
-TrainResult Trainer::train_run(const RunStart& start, RunRecord* record) {
-  (void)start;
+TrainResult Trainer::train_run(RunRecord* record) {
   const bool root = comm_.rank() == 0;
   std::unique_ptr<MetricsLog> log;
   // metrics.jsonl restarts from the snapshot's rows: rows written after it (by a segment that was

@@ -23,8 +23,14 @@ run() {  # run DIR ARGS...: one process; output in DIR.log; returns its exit cod
 fingerprint() { (cd "$1" && find . -type f -printf '%p %s %T@\n' | sort && cat run.json metrics.jsonl) | sha1sum; }
 rows_of() { grep -c "\"epoch\": $2," "$1/metrics.jsonl" || true; }
 
-# 1. A finished run: run.json + config.toml; resume auto changes nothing and exits 0.
-A="$WORK/a"
+# Each part runs on its own (a subshell: `fail` ends only that part), so that every observed
+# failure is reported, e.g. against an older binary; the test fails when any part did.
+failed=()
+part() { local name=$1; shift; if ! ("$@"); then failed+=("$name"); fi; }
+A="$WORK/a"; B="$WORK/b"
+
+finished_run() {  # observed 1: --resume auto on a finished run destroyed its summary
+
 run "$A" --data.train_limit 512 --train.epochs 2 || { cat "$A.log"; fail "first run failed"; }
 for f in run.json config.toml metrics.jsonl snapshot_e0002.h5; do [ -f "$A/$f" ] || fail "no $f"; done
 grep -q '"status": "complete"' "$A/run.json" || fail "run.json not complete: $(cat "$A/run.json")"
@@ -44,8 +50,10 @@ for e in 1 2 3; do [ "$(rows_of "$A" $e)" = 1 ] || fail "epoch $e is not exactly
 grep -q "\"run_id\": \"$id\"" "$A/run.json" || fail "continuing changed the run id"
 grep -q 'train.epochs: 2 -> 3' "$A/run.json" || fail "the epochs change is not recorded in run.json"
 echo "  train.epochs 2 -> 3 with --resume auto: continued, recorded"
+}
 
-# 2. A fresh run into the used directory is refused and touches nothing; --run.overwrite archives.
+used_run_dir() {  # observed 2: a fresh run into a used run.dir mixed the two runs
+local id; id=$(grep -o '"run_id": "[^"]*"' "$A/run.json" | cut -d'"' -f4) || fail "no run.json in $A"
 before=$(fingerprint "$A")
 if run "$A" --data.train_limit 512 --train.epochs 2; then fail "a fresh run into a used run.dir was accepted"; fi
 grep -q "already holds run $id" "$A.log" || { cat "$A.log"; fail "the refusal does not name the run"; }
@@ -57,11 +65,10 @@ grep -q "moved the previous run" "$A.log" || fail "overwrite did not say what it
 ! grep -q "\"run_id\": \"$id\"" "$A/run.json" || fail "overwrite kept the old run id"
 [ "$(rows_of "$A" 2)" = 0 ] || fail "the old run's rows survived in metrics.jsonl"
 echo "  fresh run into a used run.dir: refused; --run.overwrite archived it"
+}
 
-# 3/7. A 2-rank run stopped mid-epoch; its snapshot refuses changes that move the sample position,
-# keeps the run's global batch on 1 rank, and the epoch gets one complete row.
-B="$WORK/b"
-args=(--data.train_limit 16000 --train.epochs 2 --train.save_every 1)
+mid_epoch_resume() {  # observed 3, 4 and defect 7: global batch, partial rows, sample position
+local args=(--data.train_limit 16000 --train.epochs 2 --train.save_every 1)
 mpirun_local -np 2 "$BIN" "${tiny[@]}" --run-dir "$B" "${args[@]}" > "$B.log" 2>&1 & job=$!
 wait_for "$B.log" "epoch 1/2" 120 || fail "epoch 1 never finished"
 sleep 0.3
@@ -91,12 +98,13 @@ sum_epochs=$(grep -o '"epoch_s": [0-9.e-]*' "$B/metrics.jsonl" | awk '{s += $2} 
 ge "$(summary_field "$B/metrics.jsonl" total_s)" "$sum_epochs" || fail "total_s does not cover all segments"
 grep -q '"exit": "stopped by' "$B/run.json" || fail "run.json does not record the stop"
 echo "  mid-epoch snapshot: seed/global batch/train_limit/model refused; 1 rank kept 128; one row"
+}
 
-# 1 (defect). Pruning: in a directory of corrupt snapshots of an unnamed run, resume auto with
-# keep_last 1 starts afresh, keeps what it writes and leaves the corrupt files alone.
-C="$WORK/c"; mkdir -p "$C"
+pruning() {  # defect 1: keep_last among corrupt snapshots deleted the file just written
+local C="$WORK/c"; mkdir -p "$C"
+run "$WORK/c_src" --data.train_limit 512 --train.epochs 1 || { cat "$WORK/c_src.log"; fail "source run failed"; }
 for e in 2 3; do
-  cp "$A/snapshot_e0001.h5" "$C/snapshot_e000$e.h5"
+  cp "$WORK/c_src/snapshot_e0001.h5" "$C/snapshot_e000$e.h5"
   size=$(stat -c %s "$C/snapshot_e000$e.h5")
   printf '\xff\xff\xff\xff' | dd of="$C/snapshot_e000$e.h5" bs=1 seek=$((size - 64)) conv=notrunc 2> /dev/null
 done
@@ -105,20 +113,24 @@ run "$C" --data.train_limit 512 --train.epochs 1 --resume auto --train.keep_last
 for f in snapshot_e0001.h5 snapshot_e0002.h5 snapshot_e0003.h5; do [ -f "$C/$f" ] || fail "$f was deleted"; done
 "$BIN" inspect "$C/snapshot_e0001.h5" > /dev/null || fail "the new snapshot is unreadable"
 echo "  keep_last 1 among corrupt snapshots: kept the new file and the corrupt ones"
+}
 
-# 3 (defect). One step per epoch: SIGTERM still stops with a snapshot and exit 75.
-D="$WORK/d"
+one_step_epochs() {  # defect 3: SIGTERM ignored with one step per epoch
+local D="$WORK/d"
 "$BIN" "${tiny[@]}" --run-dir "$D" --data.train_limit 64 --data.test_limit 64 --train.epochs 100000 \
   > "$D.log" 2>&1 & job=$!
 wait_for "$D.log" "epoch 3/" 60 || { cat "$D.log"; fail "the one-step run never reached epoch 3"; }
 kill -TERM $job
+for ((i = 0; i < 200; i++)); do kill -0 $job 2> /dev/null || break; sleep 0.1; done
+kill -9 $job 2> /dev/null && fail "SIGTERM was ignored for 20 s with one step per epoch"
 set +e; wait $job; rc=$?; set -e
 [ "$rc" = 75 ] || { tail "$D.log"; fail "exit $rc after SIGTERM with one step per epoch, expected 75"; }
 ls "$D" | grep -qE 'snapshot_e[0-9]+\.h5' || fail "no snapshot after the stop"
 echo "  one step per epoch: SIGTERM -> snapshot, exit 75"
+}
 
-# 4 (defect). Test images of another size than the training images.
-E="$WORK/e_data"; mkdir -p "$E"
+split_sizes() {  # defect 4: 14x14 test images with 28x28 training images ran to NaN
+local E="$WORK/e_data"; mkdir -p "$E"
 cp "$FASHION"/train-* "$E/"
 python3 - "$E" << 'PY'
 import gzip, struct, sys
@@ -134,9 +146,10 @@ fi
 grep -q "1x14x14 in 10 classes but the training split's are 1x28x28" "$WORK/e.log" ||
   { cat "$WORK/e.log"; fail "the size mismatch is not explained"; }
 echo "  14x14 test vs 28x28 training images: refused"
+}
 
-# NaN: a learning rate that diverges stops training, writes no snapshot, records the failure.
-F="$WORK/f"
+nan_loss() {  # low severity: a NaN loss exited 0 and kept writing snapshots
+local F="$WORK/f"
 if run "$F" --data.train_limit 512 --train.epochs 3 --optim.name sgd --optim.lr 1e9; then
   fail "a run whose loss became NaN exited 0"
 fi
@@ -145,4 +158,14 @@ grep -q "training diverged: the loss of rank 0 is not finite .* epoch 1, step [0
 ! ls "$F" | grep -q snapshot_ || fail "a snapshot was written after the loss became NaN"
 grep -q '"status": "failed"' "$F/run.json" || fail "run.json does not record the failure"
 echo "  NaN loss: stopped at its step, no snapshot, run.json failed"
+}
+
+part "finished run resumed" finished_run
+part "used run.dir" used_run_dir
+part "mid-epoch resume" mid_epoch_resume
+part "pruning" pruning
+part "one-step epochs" one_step_epochs
+part "train/test sizes" split_sizes
+part "NaN loss" nan_loss
+[ ${#failed[@]} = 0 ] || fail "${#failed[@]} part(s) failed: $(IFS=,; echo "${failed[*]}")"
 pass "run directories keep one run each and resuming never loses or mixes results"

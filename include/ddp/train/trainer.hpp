@@ -72,7 +72,7 @@ class Trainer {
   EpochMetrics train_epoch(std::int64_t epoch, std::int64_t first_step, bool& stopped,
                            bool& stop_after);
   // The body of run(start) (run() records how it ended).
-  TrainResult train_run(const RunStart& start, RunRecord* record);
+  TrainResult train_run(RunRecord* record);
   // Rank 0: run.json with the current segment (no-op elsewhere).
   void write_record(RunRecord* record);
   // Rank 0 writes a snapshot of the current state at `position` and prunes old ones.
