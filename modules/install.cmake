@@ -3,7 +3,8 @@
 #   include(modules/install.cmake)
 # Result, under the install prefix P:
 #   P/bin/ddp_train                                    (top-level CMakeLists.txt)
-#   P/share/ddp_train/configs/*.toml                   (top-level CMakeLists.txt)
+#   P/share/ddp_train/configs/*.toml                   data.root of the repository's development
+#                                                      copy rewritten to a placeholder (below)
 #   P/share/ddp_train/slurm/train_{1node,2nodes,cpu}.sh, hostfile.example
 #   P/modulefiles/ddp_train/<version>.lua              Lmod
 #   P/modulefiles/ddp_train/<version>                  Environment Modules (Tcl; Lmod prefers the .lua)
@@ -31,3 +32,21 @@ install(CODE "
 install(FILES ${_ddp_mod_dir}/${PROJECT_VERSION}.lua ${_ddp_mod_dir}/${PROJECT_VERSION}
         DESTINATION modulefiles/ddp_train)
 unset(_ddp_mod_dir)
+
+# The example configs: in the repository a data.root under ../shared/data/ names the development
+# copy beside the checkout (the tests use it), which no user of an installation has. Installed, it
+# becomes the placeholder "/path/to/<dataset dir>", which the data readers recognise in their error
+# ("... is the placeholder of an installed example config: set data.root ... --data.root DIR").
+# Rewritten at install time, like the module files; these replace the plain copies of the
+# top-level install(DIRECTORY configs/ ...) rule, which runs before this file's rules.
+file(GLOB _ddp_configs CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR}/configs ${PROJECT_SOURCE_DIR}/configs/*.toml)
+set(_ddp_cfg_dir ${PROJECT_BINARY_DIR}/installed_configs)
+install(CODE "
+  set(DDP_CONFIGS_IN \"${PROJECT_SOURCE_DIR}/configs\")
+  set(DDP_CONFIGS_OUT \"${_ddp_cfg_dir}\")
+  include(\"${PROJECT_SOURCE_DIR}/modules/installed_configs.cmake\")
+")
+list(TRANSFORM _ddp_configs PREPEND ${_ddp_cfg_dir}/)
+install(FILES ${_ddp_configs} DESTINATION ${CMAKE_INSTALL_DATADIR}/ddp_train/configs)
+unset(_ddp_configs)
+unset(_ddp_cfg_dir)

@@ -26,12 +26,27 @@ std::string quoted(const fs::path& p) {
   return out;
 }
 
+std::string missing_root_advice(const fs::path& root) {
+  const std::string how =
+      "--data.root DIR on the command line, or `root` under [data] in the config file";
+  // modules/install.cmake writes this placeholder into the installed configs in place of the
+  // repository's development copy.
+  if (root.string().starts_with("/path/to/")) {
+    return "; " + quoted(root) +
+           " is the placeholder of an installed example config: set data.root to your copy of "
+           "the dataset with " +
+           how;
+  }
+  return "; set data.root to the directory holding it with " + how;
+}
+
 void require_directory(const fs::path& dir, std::string_view dataset, std::string_view expected) {
   std::error_code ec;
   const fs::file_status st = fs::status(dir, ec);
   if (!fs::exists(st)) {
     throw DataError(std::string(dataset) + " directory " + quoted(dir) +
-                    " does not exist; expected " + std::string(expected) + " there");
+                    " does not exist; expected " + std::string(expected) + " there" +
+                    missing_root_advice(dir));
   }
   if (!fs::is_directory(st)) {
     throw DataError(std::string(dataset) + " root " + quoted(dir) +

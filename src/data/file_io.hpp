@@ -14,6 +14,10 @@ namespace ddp::data::detail {
 // (where every process may have another working directory) sees exactly which file is meant.
 std::string quoted(const std::filesystem::path& p);
 
+// What to do about a data root that does not exist, for the end of the message: set data.root, and
+// when it is the placeholder of an installed example config ("/path/to/..."), say that it is one.
+std::string missing_root_advice(const std::filesystem::path& root);
+
 // Throws unless `dir` is an existing directory. `expected` describes what should be in it, e.g.
 // "data_batch_1.bin ... data_batch_5.bin and test_batch.bin (the CIFAR-10 binary version)".
 void require_directory(const std::filesystem::path& dir, std::string_view dataset,

@@ -27,7 +27,8 @@ Dataset read_dataset(const std::string& name, const fs::path& root, Split split)
                              "to " +
                                  debian.string() +
                                  ") or download the four "
-                                 "{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz files"));
+                                 "{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz files") +
+                      detail::missing_root_advice(root));
     }
     return read_mnist_dir(root, split);
   }

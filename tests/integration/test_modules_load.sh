@@ -4,6 +4,9 @@
 # module load ddp_train` must put the installed ddp_train first on PATH (ahead of another ddp_train
 # already there), set DDP_TRAIN_HOME/DDP_TRAIN_CONFIGS/DDP_TRAIN_SLURM to existing directories,
 # `ddp_train --version` must run, `module help`/`whatis` must work, and `module unload` must undo it.
+# The installed example configs name no development path (../shared/...): their CIFAR data.root is
+# the placeholder /path/to/cifar-10-batches-bin, and training with one as installed fails with a
+# message that says it is the placeholder and how to set the data root.
 #
 # Debian's lmod and environment-modules packages conflict, so one machine has at most one installed.
 # Environment Modules is also found unpacked (dpkg -x) under $DDP_ENVMODULES_ROOT (default
@@ -40,6 +43,22 @@ for f in "modulefiles/ddp_train/$version.lua" "modulefiles/ddp_train/$version" \
   [ -f "$prefix/$f" ] || fail "not installed: $f"
 done
 ! grep -l '@DDP_' "$prefix/modulefiles/ddp_train/"* || fail "placeholders left in the installed module files"
+
+cfgs="$prefix/share/ddp_train/configs"
+! grep -n 'shared/' "$cfgs"/*.toml || fail "an installed config names the repository's development data (../shared/...)"
+for c in cifar.toml cifar_vgg.toml cifar_vgg_bn.toml; do
+  grep -qx 'root = "/path/to/cifar-10-batches-bin"' "$cfgs/$c" || fail "installed $c: data.root is not the placeholder"
+done
+grep -q '^root = "../shared/data/cifar-10-batches-bin"' "$SRC/configs/cifar.toml" ||
+  fail "the repository's configs/cifar.toml changed its data.root (the tests read it)"
+rc=0
+(cd "$WORK" && "$prefix/bin/ddp_train" --config "$cfgs/cifar.toml" --train.epochs 1 --run-dir "$WORK/placeholder_run" \
+  --runtime.threads 1) > "$WORK/placeholder.log" 2>&1 || rc=$?
+cat "$WORK/placeholder.log"
+[ "$rc" != 0 ] || fail "training with the installed cifar.toml as it is succeeded"
+grep -qF "'/path/to/cifar-10-batches-bin' is the placeholder of an installed example config" "$WORK/placeholder.log" &&
+  grep -qF -- "--data.root DIR" "$WORK/placeholder.log" ||
+  fail "the error for the installed config's data.root does not explain the placeholder and --data.root"
 
 # A decoy ddp_train earlier on PATH: the module must put the installed one in front of it.
 mkdir -p "$WORK/decoy"

@@ -5,7 +5,9 @@
 # it to ddp_train through srun, ddp_train writes a mid-epoch snapshot and exits 75, the template runs
 # `scontrol requeue`, and the requeued job (same id, same run directory) resumes with --resume auto;
 # this repeats until the training is done. The final weights must be bitwise those of an
-# uninterrupted run (mpirun -np 2 here, same global batch and threads).
+# uninterrupted run (mpirun -np 2 here, same global batch and threads). The log must tell each
+# requeue as one (never "no requeue", which the SIGTERM that ends a requeued run once produced) and
+# the end as "finished"; the run directory is the config's run.dir.
 #
 # Timing on this cluster: the template says @120 (2 minutes' warning for real jobs); a 1-minute job
 # needs a shorter lead, so the test passes --signal=B:USR1@20 on the sbatch command line (same
@@ -48,7 +50,13 @@ restarts=$(job_field "$job" Restarts)
 grep -q 'got SIGUSR1: passing it to ddp_train' "$log" || fail "the batch shell never got the warning"
 grep -q "^stop requested" "$log" || fail "ddp_train never saw SIGUSR1 (the trap did not reach it)"
 grep -q 'stopped with a snapshot (exit 75): requeueing' "$log" || fail "the template did not requeue on exit 75"
-run="$WORK/submit/runs/ddp_train_cpu-$job"
+# Every stop here is the template's own requeue: the SIGTERM with which Slurm then ends that run of
+# the job must not be reported as a stop without requeue.
+! grep -Eq 'no requeue|not requeued' "$log" || fail "the log says 'no requeue' while the job was requeued"
+grep -q 'finished: ddp_train completed (exit 0)' "$log" || fail "the log does not say that the training finished"
+# The config sets run.dir (relative: under the job's working directory); the template uses it.
+run="$WORK/submit/$(sed -n 's/^dir = "\([^"]*\)".*/\1/p' "$config")"
+grep -qF "run dir $run (run.dir of $config" "$log" || fail "the config's run.dir was not used, or not said"
 mid=$(ls "$run" | grep -E '^snapshot_e[0-9]{4}_s[0-9]{6}\.h5$' | head -1 || true)
 [ -n "$mid" ] || fail "no mid-epoch snapshot in $run: $(ls "$run")"
 grep -Eq '^resume: .*snapshot_e[0-9]{4}_s[0-9]{6}\.h5' "$log" || fail "no run resumed from a mid-epoch snapshot"

@@ -7,8 +7,11 @@
 #  - the signal logic, with stand-ins for srun/scontrol/ddp_train on PATH: SIGUSR1 to the batch shell
 #    reaches the training process, whose exit code 75 makes the template call `scontrol requeue JOBID`
 #    and exit 0; with DDP_REQUEUE=0 it exits 75; a normal end exits 0 without requeue; and a
-#    failing run passes its exit code on.
-source "$(dirname "$0")/lib.sh"
+#    failing run passes its exit code on; each says so in the log;
+#  - the run directory: DDP_RUN_DIR, else --run-dir in DDP_ARGS, else the config's run.dir, else
+#    runs/<job name>-<job id>, relative to the working directory; the log names it and the rule.
+# (Module loading: test_slurm_template_modules.sh.)
+source "$(dirname "$0")/lib.sh" || exit 2  # it sets WORK, where the stand-ins are written
 T=$SRC/slurm
 body() { sed -n '/^# ---- common body/,$p' "$1"; }
 for t in train_1node.sh train_2nodes.sh train_cpu.sh; do
@@ -16,7 +19,7 @@ for t in train_1node.sh train_2nodes.sh train_cpu.sh; do
   bash -n "$f" || fail "$t does not parse"
   for want in '^#!/bin/bash' '^#SBATCH --signal=B:USR1@120$' '^#SBATCH --requeue$' '^#SBATCH --open-mode=append$' \
               '^#SBATCH --time=' '^#SBATCH --cpus-per-task=' '^##SBATCH --partition=' '^##SBATCH --account=' \
-              '^set -euo pipefail$' 'srun --mpi=pmix ' '--resume auto' '^if type module ' 'scontrol requeue' \
+              '^set -euo pipefail$' 'srun --mpi=pmix ' '--resume auto' 'if ! type module ' 'scontrol requeue' \
               'NCCL_SOCKET_IFNAME|OMPI_MCA_btl_tcp_if_include' '^trap on_warning USR1$'; do
     grep -Eq -- "$want" "$f" || fail "$t: no line matching '$want'"
   done
@@ -99,11 +102,37 @@ rc=$(run_case norequeue USR1 DDP_REQUEUE=0)
 [ "$rc" = 75 ] || fail "DDP_REQUEUE=0: exit $rc, expected 75"
 [ ! -f "$WORK/norequeue/scontrol.log" ] || fail "DDP_REQUEUE=0 still requeued"
 
+grep -q 'ddp_train stopped with a snapshot (exit 75): requeueing the job (scontrol requeue 42)' "$WORK/warned/log" ||
+  { cat "$WORK/warned/log"; fail "the requeue is not announced"; }
+grep -q 'not requeued (DDP_REQUEUE=0)' "$WORK/norequeue/log" || { cat "$WORK/norequeue/log"; fail "DDP_REQUEUE=0 is not explained"; }
+grep -qF "run dir $WORK/warned/runs/fake-42 (c.toml sets no run.dir: runs/<job name>-<job id>)" "$WORK/warned/log" ||
+  { cat "$WORK/warned/log"; fail "the default run directory is not printed with its rule"; }
+
 rc=$(run_case normal none)
 [ "$rc" = 0 ] || { cat "$WORK/normal/log"; fail "a normal end exited $rc"; }
 [ ! -f "$WORK/normal/scontrol.log" ] || fail "a normal end requeued the job"
+grep -q 'finished: ddp_train completed (exit 0)' "$WORK/normal/log" || { cat "$WORK/normal/log"; fail "a normal end is not reported"; }
 
 rc=$(run_case failing none FAKE_RC=3)
 [ "$rc" = 3 ] || fail "a failing run exited $rc, expected its exit code 3"
 [ ! -f "$WORK/failing/scontrol.log" ] || fail "a failing run requeued the job"
-pass "templates parse, share one body, forward SIGUSR1, requeue on 75 only"
+grep -q 'failed: ddp_train exited with code 3' "$WORK/failing/log" || { cat "$WORK/failing/log"; fail "a failure is not reported"; }
+
+# The run directory. A config whose run.dir is set (as in the example configs) is honoured, relative
+# to the job's working directory; DDP_ARGS and DDP_RUN_DIR come before it.
+mkdir -p "$WORK/cfgdir" "$WORK/cfgarg" "$WORK/cfgenv"
+for d in cfgdir cfgarg cfgenv; do
+  printf '[data]\nroot = "x"  # [run]\n\n[run]  # where\nsave = 1\ndir = "from_config/r1"  # metrics\n' > "$WORK/$d/c.toml"
+done
+run_case cfgdir none > /dev/null
+grep -q -- "--run-dir $WORK/cfgdir/from_config/r1 " "$WORK/cfgdir/trainer.args" ||
+  fail "the config's run.dir was not used: $(cat "$WORK/cfgdir/trainer.args")"
+grep -qF "run dir $WORK/cfgdir/from_config/r1 (run.dir of c.toml" "$WORK/cfgdir/log" ||
+  { cat "$WORK/cfgdir/log"; fail "the config's run directory is not printed with its rule"; }
+run_case cfgarg none DDP_ARGS="--train.epochs 7 --run-dir from_args" > /dev/null
+grep -q -- "--run-dir $WORK/cfgarg/from_args " "$WORK/cfgarg/trainer.args" || fail "--run-dir in DDP_ARGS was not used"
+grep -qF "run dir $WORK/cfgarg/from_args (--run-dir in DDP_ARGS)" "$WORK/cfgarg/log" || { cat "$WORK/cfgarg/log"; fail "DDP_ARGS's run dir not printed"; }
+run_case cfgenv none DDP_RUN_DIR="$WORK/elsewhere" DDP_ARGS="--run.dir from_args" > /dev/null
+grep -q -- "--run-dir $WORK/elsewhere " "$WORK/cfgenv/trainer.args" || fail "DDP_RUN_DIR was not used"
+grep -qF "run dir $WORK/elsewhere (DDP_RUN_DIR)" "$WORK/cfgenv/log" || { cat "$WORK/cfgenv/log"; fail "DDP_RUN_DIR not printed"; }
+pass "templates parse, share one body, forward SIGUSR1, requeue on 75 only, say what happened; run dir by DDP_RUN_DIR > DDP_ARGS > config > job"
