@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ddp/app/compute.hpp"
+#include "ddp/app/config_agreement.hpp"
 #include "ddp/app/threads.hpp"
 #include "ddp/backend/cuda_backend.hpp"
 #include "ddp/backend/device_assign.hpp"
@@ -345,6 +346,9 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
   // The communicator training uses, with its timeout, for every exchange below: a rank that never
   // arrives is named and the job ends instead of hanging.
   comm::MpiComm comm(MPI_COMM_WORLD, comm::comm_options_from_env(cfg.comm.timeout_s));
+  // First, as for training: every rank runs `doctor` with the same configuration (a rank started
+  // with another command or config would pair its exchanges with the wrong ones).
+  check_ranks_agree(comm, cfg.resolved_toml, {{"command", "doctor"}});
   const int threads = configure_threads(cfg.runtime.threads, rt.local_size());
   out << "ddp_train " << DDP_VERSION_STRING << " doctor: " << rt.size() << " rank(s)\n";
 
