@@ -64,7 +64,7 @@ void check_cpu_precision(const Config& cfg, const std::string& why_cpu) {
 
 }  // namespace
 
-Compute setup_compute(const Config& cfg, const runtime::Runtime& rt) {
+Compute setup_compute(const Config& cfg, const runtime::Runtime& rt, comm::Communicator& comm) {
   const std::string& mode = cfg.runtime.device;
   Compute out;
   if (mode == "cpu") {
@@ -72,11 +72,11 @@ Compute setup_compute(const Config& cfg, const runtime::Runtime& rt) {
     out.backend = backend::make_cpu_backend();
     return out;
   }
-  const auto hosts = runtime::allgather_strings(rt.host());
+  const auto hosts = runtime::allgather_strings(rt.host(), comm);
   const DeviceChoice me = choose_device(mode, rt, hosts);
   runtime::RecordWriter w;
   w.put(std::int64_t{me.index}).put(me.uuid).put(me.name).put(me.error).put(me.note);
-  const auto records = runtime::allgather_strings(w.bytes());
+  const auto records = runtime::allgather_strings(w.bytes(), comm);
 
   std::vector<backend::DeviceClaim> claims;
   std::string errors, without;

@@ -62,10 +62,7 @@ std::vector<std::string> all_key_names() {
 std::string suggest_key(const std::string& name) {
   const auto dot = name.find('.');
   const std::string section = dot == std::string::npos ? "" : name.substr(0, dot);
-  const std::string leaf = dot == std::string::npos ? name : name.substr(dot + 1);
-  for (const auto& k : config_keys())
-    if (k.leaf() == leaf) return "; did you mean '" + std::string(k.name) + "'?";
-  if (auto hint = did_you_mean(name, all_key_names()); !hint.empty()) return hint;
+  if (auto key = detail::nearest_key(name)) return "; did you mean '" + *key + "'?";
   std::string keys;
   for (const auto& k : config_keys())
     if (k.section() == section) keys += (keys.empty() ? "" : ", ") + std::string(k.leaf());
@@ -297,6 +294,14 @@ class Loader {
 };
 
 }  // namespace
+
+std::optional<std::string> detail::nearest_key(const std::string& name) {
+  const auto dot = name.find('.');
+  const std::string leaf = dot == std::string::npos ? name : name.substr(dot + 1);
+  for (const auto& k : config_keys())
+    if (k.leaf() == leaf) return std::string(k.name);
+  return detail::nearest(name, all_key_names());
+}
 
 Config load_config(const std::filesystem::path& path, const Overrides& overrides) {
   Config cfg;

@@ -220,8 +220,11 @@ const std::vector<ConfigKey>& config_keys() {
        .help = "epochs between test evaluations (the last epoch is always evaluated)",
        .range = at_least(1)},
       {DDP_KEY(train, global_batch),
-       .help = "samples per optimizer step over all ranks (0 = train.batch_size x ranks); must "
-               "divide evenly by ranks x train.accumulate",
+       .help = "samples per optimizer step over all ranks (0 = train.batch_size x ranks), at "
+               "least ranks x train.accumulate; need not divide evenly: each step's samples are "
+               "split over the ranks in slices differing by at most one (256 on 3 ranks: 85, 85, "
+               "86), each slice over the micro-batches likewise, and the gradient is the mean over "
+               "the whole global batch",
        .range = at_least(0)},
       {DDP_KEY(train, accumulate),
        .help = "micro-batches per optimizer step; gradients are synchronised on the last only",
@@ -416,6 +419,12 @@ std::optional<std::string> LayerKey::check(const Value& v) const {
     });
     // The name becomes part of snapshot dataset paths, so keep it to a portable alphabet.
     if (!ok) return std::string("must be non-empty and use only letters, digits, '_', '-' and '.'");
+    // It is also an HDF5 group name, where "." means the current group: refused here rather than
+    // at the first snapshot, after an epoch of training. Dots alone ("..") are refused with it.
+    if (std::all_of(s->begin(), s->end(), [](char ch) { return ch == '.'; }))
+      return std::string(
+          "must not consist of dots only: the name is an HDF5 group in snapshots, "
+          "where '.' means the current group");
   }
   return check_scalar(v, range, choices, type() == ValueType::kFloat);
 }

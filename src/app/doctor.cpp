@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ddp/app/compute.hpp"
+#include "ddp/app/config_agreement.hpp"
 #include "ddp/app/threads.hpp"
 #include "ddp/backend/cuda_backend.hpp"
 #include "ddp/backend/device_assign.hpp"
@@ -342,7 +343,13 @@ const char* tag(Verdict v) {
 
 int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOptions& options,
                std::ostream& out) {
-  const int threads = configure_threads(cfg.runtime.threads);
+  // The communicator training uses, with its timeout, for every exchange below: a rank that never
+  // arrives is named and the job ends instead of hanging.
+  comm::MpiComm comm(MPI_COMM_WORLD, comm::comm_options_from_env(cfg.comm.timeout_s));
+  // First, as for training: every rank runs `doctor` with the same configuration (a rank started
+  // with another command or config would pair its exchanges with the wrong ones).
+  check_ranks_agree(comm, cfg.resolved_toml, {{"command", "doctor"}});
+  const int threads = configure_threads(cfg.runtime.threads, rt.local_size());
   out << "ddp_train " << DDP_VERSION_STRING << " doctor: " << rt.size() << " rank(s)\n";
 
   RankReport me;
@@ -350,7 +357,7 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
   for (const auto& p : runtime::check_launch(rt.rank(), rt.size(), rt.launch_env()))
     (p.severity == runtime::LaunchProblem::Severity::error ? me.launch_errors : me.launch_warnings)
         .push_back(p.message);
-  const auto hosts = runtime::allgather_strings(rt.host());
+  const auto hosts = runtime::allgather_strings(rt.host(), comm);
   examine_device(cfg, rt, hosts, me);
   examine_dataset(cfg, rt, options, me);
   me.network.host = rt.host();
@@ -363,12 +370,10 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
   me.network.mpi_if_include = env_or_empty("OMPI_MCA_btl_tcp_if_include");
   me.network.mpi_if_exclude = env_or_empty("OMPI_MCA_btl_tcp_if_exclude");
 
-  // The communicator training uses, with its timeout: a rank that never arrives is named.
-  comm::MpiComm comm(MPI_COMM_WORLD, comm::comm_options_from_env(cfg.comm.timeout_s));
   me.collective_error = comm::verify_collectives(comm);
 
   std::vector<RankReport> all;
-  for (const auto& bytes : runtime::allgather_strings(me.encode()))
+  for (const auto& bytes : runtime::allgather_strings(me.encode(), comm))
     all.push_back(RankReport::decode(bytes));
 
   std::vector<runtime::RankInfo> table;
@@ -391,7 +396,7 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
       err = e.what();
     }
     std::map<std::string, std::vector<int>> errors;
-    const auto errs = runtime::allgather_strings(err);
+    const auto errs = runtime::allgather_strings(err, comm);
     for (std::size_t r = 0; r < errs.size(); ++r)
       if (!errs[r].empty()) errors[errs[r]].push_back(static_cast<int>(r));
     Check c{"nccl", errors.empty() ? Verdict::pass : Verdict::fail, {}};

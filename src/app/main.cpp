@@ -10,10 +10,12 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <new>
 
 #include "ddp/app/build_info.hpp"
 #include "ddp/app/compute.hpp"
 #include "ddp/app/config.hpp"
+#include "ddp/app/config_agreement.hpp"
 #include "ddp/app/config_schema.hpp"
 #include "ddp/app/doctor.hpp"
 #include "ddp/app/threads.hpp"
@@ -30,6 +32,17 @@
 #include "ddp/train/trainer.hpp"
 #include "ddp/version_info.hpp"
 
+// Slurm's warning signal (SIGUSR1) or a SIGTERM may arrive while the process is still starting;
+// without our handler its default action kills the process. An entry in .preinit_array runs before
+// the initialisers of every shared library (MPI, oneDNN, HDF5, libstdc++), so the only window left
+// is the dynamic loader's own work before it (README, "Snapshots, resuming, stopping"). The
+// handlers only set a flag, so installing them this early needs nothing initialised.
+extern "C" void ddp_install_stop_handlers_early(int, char**, char**) {
+  ddp::runtime::install_stop_handlers();
+}
+__attribute__((section(".preinit_array"), used)) static void (*const ddp_preinit_stop_handlers)(
+    int, char**, char**) = ddp_install_stop_handlers_early;
+
 namespace {
 
 // Ranks other than 0 stay quiet; errors are reported by the failing rank itself.
@@ -37,20 +50,21 @@ struct NullBuffer : std::streambuf {
   int overflow(int c) override { return c; }
 };
 
-int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, std::ostream& out) {
-  const int threads = ddp::app::configure_threads(cfg.runtime.threads);
+int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, ddp::comm::MpiComm& comm,
+                 std::ostream& out) {
+  const int threads = ddp::app::configure_threads(cfg.runtime.threads, rt.local_size());
   // Collective: the whole job settles on one kind of device (runtime.device = cuda without a
   // usable GPU on some rank is an error naming the ranks).
-  auto compute = ddp::app::setup_compute(cfg, rt);
+  auto compute = ddp::app::setup_compute(cfg, rt, comm);
   out << "ddp_train " << DDP_VERSION_STRING << ": " << rt.size() << " rank(s), " << threads
       << " thread(s) per rank, device " << (compute.device == "cpu" ? "cpu" : "cuda") << " ("
       << compute.backend->name() << "), config "
       << (cfg.source.empty() ? std::string("(defaults)") : cfg.source.string()) << "\n";
   if (!compute.note.empty()) out << "device: " << compute.note << "\n";
   // Collective: every rank contributes its row, rank 0 prints the table.
-  const auto table = ddp::runtime::gather_rank_table(rt, threads, compute.device);
+  const auto table = ddp::runtime::gather_rank_table(
+      ddp::runtime::describe_self(rt, threads, compute.device), comm);
   out << ddp::runtime::format_rank_table(table);
-  ddp::comm::MpiComm comm(MPI_COMM_WORLD, ddp::comm::comm_options_from_env(cfg.comm.timeout_s));
   // Collective: a new run, the run.dir's run continued (possibly with another global batch kept),
   // or nothing to do.
   const auto start = ddp::train::plan_run_start(cfg, comm, out);
@@ -75,11 +89,10 @@ int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, std::os
 }
 
 int run_eval(ddp::app::Config cfg, const std::string& snapshot, ddp::runtime::Runtime& rt,
-             std::ostream& out) {
-  ddp::app::configure_threads(cfg.runtime.threads);
+             ddp::comm::MpiComm& comm, std::ostream& out) {
+  ddp::app::configure_threads(cfg.runtime.threads, rt.local_size());
   cfg.train.resume = snapshot;
-  auto compute = ddp::app::setup_compute(cfg, rt);
-  ddp::comm::MpiComm comm(MPI_COMM_WORLD, ddp::comm::comm_options_from_env(cfg.comm.timeout_s));
+  auto compute = ddp::app::setup_compute(cfg, rt, comm);
   // Evaluation never steps the optimizer, but restoring checks that its state fits: build the
   // optimizer the snapshot was written with, whatever the config says.
   const auto meta_opt = ddp::ckpt::read_snapshot(snapshot);
@@ -123,12 +136,45 @@ int run_diff(const std::string& a_file, const std::string& b_file, std::ostream&
   return 0;
 }
 
+// The start-up exchange's timeout (DDP_COMM_TIMEOUT_S, else the default): the config, which may set
+// comm.timeout_s, is not read yet. A bad value is reported later, where the communicator reads it.
+double startup_timeout_s() {
+  try {
+    return ddp::comm::comm_options_from_env().timeout_s;
+  } catch (const ddp::Error&) {
+    return ddp::comm::CommOptions::kDefaultTimeoutS;
+  }
+}
+
+// A failed rank reports itself and ends the job: the others may be waiting for it in a collective
+// (or in MPI_Finalize), and would otherwise wait until their timeout or forever.
+int fail(const ddp::runtime::Runtime& rt, const char* kind, const std::string& message) {
+  std::fprintf(stderr, "ddp_train: %s (rank %d of %d): %s\n", kind, rt.rank(), rt.size(),
+               message.c_str());
+  std::fflush(stderr);
+  if (rt.size() > 1) rt.abort(1);
+  return 1;
+}
+
+// CLI::Range lets NaN through (every comparison with it is false).
+const CLI::Validator kFinite(
+    [](std::string& text) {
+      try {
+        std::size_t used = 0;
+        const double v = std::stod(text, &used);
+        if (used == text.size() && std::isfinite(v)) return std::string();
+      } catch (const std::exception&) {
+      }
+      return "'" + text + "' is not a finite number";
+    },
+    "FINITE");
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  // First thing: Slurm's warning signal may arrive while MPI starts or the data loads.
+  // Again (see ddp_install_stop_handlers_early), in case this platform skips .preinit_array.
   ddp::runtime::install_stop_handlers();
-  ddp::runtime::Runtime rt(&argc, &argv);
+  ddp::runtime::Runtime rt(&argc, &argv, startup_timeout_s());
   NullBuffer null_buf;
   std::ostream null_out(&null_buf);
   std::ostream& out = rt.is_root() ? std::cout : null_out;
@@ -139,6 +185,8 @@ int main(int argc, char** argv) {
       "Every configuration key can be given as --section.key VALUE; it overrides the file."};
   app.set_version_flag("--version", ddp::app::build_info());
   app.fallthrough();
+  // Unknown arguments are collected and reported by us, with the suggestion a config file gets.
+  app.allow_extras();
   std::string config_path;
   app.add_option("-c,--config", config_path, "TOML configuration file")->check(CLI::ExistingFile);
   ddp::app::Overrides overrides;
@@ -162,6 +210,7 @@ int main(int argc, char** argv) {
   double sweep_max_mb = 64.0;
   bool no_sweep = false;
   doctor->add_option("--sweep-max-mb", sweep_max_mb, "largest all-reduce of the sweep (MiB)")
+      ->check(kFinite)
       ->check(CLI::Range(1e-5, 4096.0))
       ->capture_default_str();
   doctor
@@ -172,11 +221,16 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // --help and --version print once (rank 0); every rank exits with the same code.
-    if (!rt.is_root()) return e.get_exit_code();
-    return app.exit(e);
+    // --help and --version print once (rank 0) and every rank exits 0.
+    if (e.get_exit_code() == 0) return rt.is_root() ? app.exit(e) : 0;
+    // Any other parse error is this rank's failure (MPMD launches give ranks different command
+    // lines): say which rank, and take the job down rather than leave the others waiting.
+    return fail(rt, "error",
+                "command line: " + std::string(e.what()) + " (ddp_train --help lists the options)");
   }
   try {
+    if (!app.remaining().empty())
+      throw ddp::ConfigError(ddp::app::unexpected_arguments(app.remaining(), app));
     if (*inspect) {
       out << ddp::ckpt::inspect(inspect_file);
       return 0;
@@ -195,16 +249,31 @@ int main(int argc, char** argv) {
     // srun without PMIx starts N singletons that each think they are rank 0 of 1: stop here.
     ddp::runtime::check_launch_or_throw(rt);
     const auto cfg = ddp::app::load_config(config_path, overrides);
-    if (*eval) return run_eval(cfg, eval_file, rt, out);
-    return run_training(cfg, rt, out);
+    // From here on every collective waits under comm.timeout_s (a rank that never arrives is
+    // named and the job aborted), and the first one checks that every rank runs the same
+    // configuration and command.
+    ddp::comm::MpiComm comm(MPI_COMM_WORLD, ddp::comm::comm_options_from_env(cfg.comm.timeout_s));
+    std::vector<std::pair<std::string, std::string>> command = {{"command", "train"}};
+    if (*eval) command = {{"command", "eval"}, {"eval --snapshot", eval_file}};
+    ddp::app::check_ranks_agree(comm, cfg.resolved_toml, command);
+    if (*eval) return run_eval(cfg, eval_file, rt, comm, out);
+    return run_training(cfg, rt, comm, out);
+  } catch (const ddp::app::RanksDisagree& e) {
+    // Every rank knows (they exchanged the hashes): rank 0 says it once, every rank exits 1.
+    if (e.report()) {
+      std::fprintf(stderr, "ddp_train: error (rank %d of %d): %s\n", rt.rank(), rt.size(),
+                   e.what());
+      std::fflush(stderr);
+    }
+    return 1;
   } catch (const ddp::Error& e) {
-    std::fprintf(stderr, "ddp_train: error (rank %d of %d): %s\n", rt.rank(), rt.size(), e.what());
+    return fail(rt, "error", e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(rt, "error",
+                "out of memory: an allocation failed (std::bad_alloc); the model, the batch "
+                "(train.batch_size, train.global_batch) or the dataset need more memory than this "
+                "rank can have");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ddp_train: internal error (rank %d of %d): %s\n", rt.rank(), rt.size(),
-                 e.what());
+    return fail(rt, "internal error", e.what());
   }
-  std::fflush(stderr);
-  // Other ranks may be waiting in a collective: end the whole job rather than let it hang.
-  if (rt.size() > 1) rt.abort(1);
-  return 1;
 }

@@ -1,31 +1,48 @@
 #include "ddp/app/threads.hpp"
 
-#include <mpi.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <string>
 
 #include "ddp/backend/cpu_backend.hpp"
+#include "ddp/error.hpp"
 
 namespace ddp::app {
+namespace {
 
-int configure_threads(long long requested) {
+// The CPUs this process may run on (sched_getaffinity), at least 1.
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? std::max(1, CPU_COUNT(&set)) : 1;
+}
+
+}  // namespace
+
+int max_compute_threads(int cpus) {
+  return kThreadsPerCpu * std::max(1, cpus);
+}
+
+int configure_threads(long long requested, int local_size) {
+  const int cpus = usable_cpus();
+  if (requested > max_compute_threads(cpus)) {
+    // Far more threads than cores only slows a rank down, and OpenMP's runtime dies (SIGSEGV in
+    // libgomp) creating tens of thousands of them: refuse with the limit instead.
+    throw ConfigError("runtime.threads = " + std::to_string(requested) + ": at most " +
+                      std::to_string(max_compute_threads(cpus)) + " (" +
+                      std::to_string(kThreadsPerCpu) + " x the " + std::to_string(cpus) +
+                      " CPU(s) this rank may use); 0 uses one thread per CPU");
+  }
   int n = static_cast<int>(requested);
   if (n <= 0) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int local = 1;
-    MPI_Comm_size(node, &local);
-    MPI_Comm_free(&node);
     // A rank bound to a subset of the CPUs (srun --cpus-per-task, mpirun --bind-to) owns that
-    // subset; an unbound rank sees every CPU and shares them with the other ranks of its node.
+    // subset; an unbound rank sees every CPU and shares them with the other ranks of its node
+    // (counted by host name at start, runtime::Runtime::local_size, with no collective here).
     const long online = sysconf(_SC_NPROCESSORS_ONLN);
     const bool bound = online > 0 && cpus < online;
-    n = bound ? cpus : std::max(1, cpus / local);
+    n = bound ? cpus : std::max(1, cpus / std::max(1, local_size));
   }
   backend::set_compute_threads(n);
   return n;

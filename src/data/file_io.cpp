@@ -221,4 +221,21 @@ std::vector<std::uint8_t> read_maybe_gzip(const fs::path& file, std::string_view
   return gunzip(file, bytes);
 }
 
+std::optional<fs::path> raw_or_gzip(const fs::path& raw, std::string_view expected) {
+  fs::path gz = raw;
+  gz += ".gz";
+  std::error_code ec;
+  const bool has_raw = fs::exists(raw, ec), has_gz = fs::exists(gz, ec);
+  if (!has_raw && !has_gz) return std::nullopt;
+  if (!has_gz) return raw;
+  if (!has_raw) return gz;
+  // Both: rare (an extracted copy next to the download), so reading both to compare is affordable.
+  if (read_maybe_gzip(raw, expected) != read_maybe_gzip(gz, expected)) {
+    throw DataError(quoted(raw) + " and " + quoted(gz) +
+                    " are both present and hold different data; remove the one that is not "
+                    "meant (one was probably replaced or extracted from another download)");
+  }
+  return raw;
+}
+
 }  // namespace ddp::data::detail

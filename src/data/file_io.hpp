@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,12 @@ void read_chunked(
 // tells whether it was compressed, for messages about the decompressed size.
 std::vector<std::uint8_t> read_maybe_gzip(const std::filesystem::path& file,
                                           std::string_view expected, bool* was_gzip = nullptr);
+
+// Which of `raw` and `raw`.gz to read: the one that exists (nullopt when neither does); when both
+// do, `raw` if their (decompressed) contents are equal, otherwise a DataError naming both files:
+// silently preferring one of two different copies could train on stale data.
+std::optional<std::filesystem::path> raw_or_gzip(const std::filesystem::path& raw,
+                                                 std::string_view expected);
 
 // True when the first bytes are the gzip magic.
 bool is_gzip(const std::uint8_t* data, std::size_t size);

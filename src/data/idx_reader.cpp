@@ -158,13 +158,8 @@ fs::path find_idx(const fs::path& root, const std::string& prefix, const std::st
                   const std::string& idx, const std::string& listing) {
   const std::string names[] = {prefix + "-" + kind + "-" + idx + "-ubyte",
                                prefix + "-" + kind + "." + idx + "-ubyte"};
-  for (const std::string& name : names) {
-    for (const char* ext : {"", ".gz"}) {
-      fs::path p = root / (name + ext);
-      std::error_code ec;
-      if (fs::exists(p, ec)) return p;
-    }
-  }
+  for (const std::string& name : names)
+    if (auto p = detail::raw_or_gzip(root / name, "an IDX file")) return *p;
   throw DataError(quoted(root / names[0]) + " (or .gz): no such file; an MNIST-style directory " +
                   "holds " + listing);
 }

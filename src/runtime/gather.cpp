@@ -1,5 +1,6 @@
 #include "ddp/runtime/gather.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "ddp/error.hpp"
@@ -10,15 +11,6 @@ namespace {
 template <class T>
 void append(std::string& out, T v) {
   out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-void check_mpi(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char msg[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  throw SystemError(std::string(what) +
-                    " failed: " + std::string(msg, static_cast<std::size_t>(len)));
 }
 
 }  // namespace
@@ -64,26 +56,29 @@ std::string RecordReader::get_str() {
   return s;
 }
 
-std::vector<std::string> allgather_strings(const std::string& mine, MPI_Comm comm) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  const int len = static_cast<int>(mine.size());
-  std::vector<int> lens(static_cast<std::size_t>(size)), offsets(lens.size());
-  check_mpi(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm), "MPI_Allgather");
-  int total = 0;
-  for (std::size_t i = 0; i < lens.size(); ++i) {
-    offsets[i] = total;
-    total += lens[i];
+std::vector<std::string> allgather_strings(const std::string& mine, int size,
+                                           const AllgatherBytes& allgather) {
+  const auto n = static_cast<std::size_t>(size);
+  std::vector<std::int64_t> lens(n);
+  const auto len = static_cast<std::int64_t>(mine.size());
+  allgather(std::as_bytes(std::span(&len, 1)), std::as_writable_bytes(std::span(lens)));
+  std::int64_t longest = 0;
+  for (const auto l : lens) {
+    if (l < 0) throw SystemError("gathering per-rank records: a rank sent a negative length");
+    longest = std::max(longest, l);
   }
-  std::string all(static_cast<std::size_t>(total), '\0');
-  check_mpi(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(),
-                           MPI_CHAR, comm),
-            "MPI_Allgatherv");
+  // Same-size pieces (the collective needs them): each record padded to the longest.
+  const auto width = static_cast<std::size_t>(longest);
+  if (width == 0) return std::vector<std::string>(n);  // every rank sees the same lengths
+  std::string padded = mine;
+  padded.resize(width, '\0');
+  std::string all(width * n, '\0');
+  allgather(std::as_bytes(std::span(padded.data(), padded.size())),
+            std::as_writable_bytes(std::span(all.data(), all.size())));
   std::vector<std::string> out;
-  out.reserve(lens.size());
-  for (std::size_t i = 0; i < lens.size(); ++i)
-    out.push_back(
-        all.substr(static_cast<std::size_t>(offsets[i]), static_cast<std::size_t>(lens[i])));
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    out.push_back(all.substr(i * width, static_cast<std::size_t>(lens[i])));
   return out;
 }
 

@@ -104,19 +104,16 @@ RankInfo read_rank_info(RecordReader& in) {
   return r;
 }
 
-std::vector<RankInfo> gather_rank_table(const RankInfo& mine, MPI_Comm comm) {
+std::vector<RankInfo> gather_rank_table(const RankInfo& mine, int size,
+                                        const AllgatherBytes& allgather) {
   RecordWriter w;
   write_rank_info(w, mine);
   std::vector<RankInfo> table;
-  for (const auto& record : allgather_strings(w.bytes(), comm)) {
+  for (const auto& record : allgather_strings(w.bytes(), size, allgather)) {
     RecordReader in(record);
     table.push_back(read_rank_info(in));
   }
   return table;
-}
-
-std::vector<RankInfo> gather_rank_table(const Runtime& rt, int threads, const std::string& device) {
-  return gather_rank_table(describe_self(rt, threads, device), MPI_COMM_WORLD);
 }
 
 std::string format_rank_table(const std::vector<RankInfo>& table) {

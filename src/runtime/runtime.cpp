@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ddp/error.hpp"
@@ -23,6 +25,34 @@ namespace {
 struct HostRecord {
   std::array<char, 256> name{};
 };
+
+// Waits for the start-up's one collective under `timeout_s` (<= 0: forever): a rank that died or
+// hangs between MPI_Init and here must not leave the others waiting without a word. The
+// communicator that names missing ranks (comm::MpiComm) does not exist yet, so this says only
+// what it knows, and ends the job.
+void wait_or_abort(MPI_Request& req, double timeout_s, int rank, int size) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto sleep = std::chrono::microseconds(50);
+  for (;;) {
+    int done = 0;
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    if (timeout_s > 0 && Clock::now() - start > std::chrono::duration<double>(timeout_s)) {
+      std::fprintf(stderr,
+                   "ddp_train: error (rank %d of %d): start-up: the exchange of host names (the "
+                   "first collective after MPI_Init) did not complete within %g s "
+                   "(DDP_COMM_TIMEOUT_S, default 300): some rank died or hangs before reaching "
+                   "it; aborting the job\n",
+                   rank, size, timeout_s);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+      std::_Exit(1);
+    }
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
+  }
+}
 
 }  // namespace
 
@@ -44,7 +74,7 @@ void refuse_srun_without_pmix() {
 
 }  // namespace
 
-Runtime::Runtime(int* argc, char*** argv)
+Runtime::Runtime(int* argc, char*** argv, double startup_timeout_s)
     : launch_env_((refuse_srun_without_pmix(), read_launch_env())) {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -63,7 +93,10 @@ Runtime::Runtime(int* argc, char*** argv)
   HostRecord mine;
   std::strncpy(mine.name.data(), host_.c_str(), mine.name.size() - 1);
   std::vector<HostRecord> all(static_cast<std::size_t>(size_));
-  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, MPI_COMM_WORLD,
+                 &req);
+  wait_or_abort(req, startup_timeout_s, rank_, size_);
   std::vector<std::string> hosts;
   hosts.reserve(all.size());
   for (const auto& r : all) hosts.emplace_back(r.name.data());

@@ -105,6 +105,8 @@ Trainer::Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream&
   micro_batch_ = (rank_batch_ + k - 1) / k;
 
   const Shape input{train_.channels(), train_.height(), train_.width()};
+  // Absurd sizes are refused here, naming the key, instead of ending in std::bad_alloc.
+  app::check_memory_fits(cfg_, input, rank_batch_, micro_batch_, *be_);
   model_ = std::make_unique<nn::Model>(cfg_.model.layers, input, train_.num_classes(), *be_);
   model_->init_parameters(cfg_.train.seed);
   // Every replica starts from rank 0's weights (identical already by seed; this makes it a fact).

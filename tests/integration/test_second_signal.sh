@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 command -v mpirun > /dev/null || skip "mpirun not found"
 
-export DDP_COMM_TIMEOUT_S=120 DDP_FAULT_STALL_RANK=1 DDP_FAULT_STALL_AT=8
+export DDP_COMM_TIMEOUT_S=120 DDP_FAULT_STALL_RANK=1 DDP_FAULT_STALL_AT=15
 mpirun_local -x DDP_COMM_TIMEOUT_S -x DDP_FAULT_STALL_RANK -x DDP_FAULT_STALL_AT -np 2 "$BIN" \
   --config "$SRC/configs/fashion_mnist.toml" --data.train_limit 600 --data.test_limit 100 \
   --train.epochs 1 --train.batch_size 50 --run-dir "$WORK/run" > "$WORK/job.log" 2>&1 &
@@ -18,7 +18,7 @@ cleanup() {  # never leave ranks or mpirun behind, whatever failed, and never wa
   [ "${DDP_KEEP_WORK:-0}" = 1 ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
-wait_for "$WORK/job.log" "rank 1 stalls before collective #8" 50 \
+wait_for "$WORK/job.log" "rank 1 stalls before collective #15" 50 \
   || { cat "$WORK/job.log"; fail "rank 1 never reached the stall"; }
 RANK0=$(rank_pid "$WORK/run" 0)
 [ -n "$RANK0" ] || { cat "$WORK/job.log"; fail "rank 0's process not found"; }

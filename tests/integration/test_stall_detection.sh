@@ -55,15 +55,15 @@ finish_job() {
   [ -z "$(rank_pids)" ] || fail "ranks still running after the job ended: $(rank_pids)"
 }
 
-# --- (1) rank 1 stalls before its 8th collective (mid-training: today the second step's gradient
-# bucket, a non-blocking all-reduce waited by GradientSync) ---------------------------------------
+# --- (1) rank 1 stalls before its 15th collective (mid-training: today the second step's gradient
+# bucket, a non-blocking all-reduce waited by GradientSync, after 7 collectives of start-up) -----
 STARTED=$(date +%s)
-DDP_FAULT_STALL_RANK=1 DDP_FAULT_STALL_AT=8 mpirun_local -x DDP_FAULT_STALL_RANK -x DDP_FAULT_STALL_AT \
+DDP_FAULT_STALL_RANK=1 DDP_FAULT_STALL_AT=15 mpirun_local -x DDP_FAULT_STALL_RANK -x DDP_FAULT_STALL_AT \
   -x DDP_COMM_TIMEOUT_S -x DDP_TEST_TAG -np 3 "$BIN" --config "$SRC/configs/fashion_mnist.toml" --data.train_limit 600 \
   --data.test_limit 100 --train.epochs 1 --train.batch_size 50 --run-dir "$WORK/run1" \
   > "$WORK/stall.log" 2>&1 &
 JOB=$!
-wait_for "$WORK/stall.log" 50 "rank 1 stalls before collective #8"
+wait_for "$WORK/stall.log" 50 "rank 1 stalls before collective #15"
 STALL=$(now)
 finish_job
 cat "$WORK/stall.log"

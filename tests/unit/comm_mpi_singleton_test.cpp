@@ -157,7 +157,8 @@ TEST_F(CommMpiSingleton, RuntimePlacementAndRankTable) {
   EXPECT_EQ(rt.local_size(), 1);
   EXPECT_EQ(rt.num_nodes(), 1);
   EXPECT_FALSE(rt.host().empty());
-  const auto table = runtime::gather_rank_table(rt, 3, "cpu");
+  MpiComm comm(MPI_COMM_WORLD, CommOptions{});
+  const auto table = runtime::gather_rank_table(runtime::describe_self(rt, 3, "cpu"), comm);
   ASSERT_EQ(table.size(), 1u);
   EXPECT_EQ(table[0].pid, static_cast<int>(getpid()));
   EXPECT_EQ(table[0].host, rt.host());
@@ -248,7 +249,8 @@ TEST(CollectiveCheck, BusBandwidthAndSweepSizes) {
 TEST_F(CommMpiSingleton, GatheredRecordsRoundTrip) {
   runtime::RecordWriter w;
   w.put(std::int64_t{-5}).put(2.5).put(std::string("host\0name", 9)).put(std::string());
-  const auto all = runtime::allgather_strings(w.bytes());
+  MpiComm comm(MPI_COMM_WORLD, CommOptions{});
+  const auto all = runtime::allgather_strings(w.bytes(), comm);
   ASSERT_EQ(all.size(), 1u);
   runtime::RecordReader in(all[0]);
   EXPECT_EQ(in.get_int(), -5);

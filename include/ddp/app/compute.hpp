@@ -34,9 +34,9 @@ struct Compute {
   std::string note;            // for the log: why the CPU under "auto", which GPU otherwise
 };
 
-// Collective over MPI_COMM_WORLD. Throws ConfigError, the same on every rank, when
-// runtime.device = cuda cannot be honoured on some rank (naming the ranks, hosts and why) or when
-// two ranks would share a GPU.
-Compute setup_compute(const Config& cfg, const runtime::Runtime& rt);
+// Collective over `comm` (the job's MPI communicator, under its timeout; NCCL is bootstrapped over
+// MPI_COMM_WORLD). Throws ConfigError, the same on every rank, when runtime.device = cuda cannot be
+// honoured on some rank (naming the ranks, hosts and why) or when two ranks would share a GPU.
+Compute setup_compute(const Config& cfg, const runtime::Runtime& rt, comm::Communicator& comm);
 
 }  // namespace ddp::app

@@ -9,6 +9,11 @@
 #include <vector>
 
 #include "ddp/nn/layer_spec.hpp"
+#include "ddp/shape.hpp"
+
+namespace ddp::backend {
+class Backend;
+}
 
 namespace ddp::app {
 
@@ -98,7 +103,7 @@ struct RuntimeConfig {
   // fp32 | bf16 | fp16: the precision of convolutions and linear layers on GPUs (tensor cores);
   // master weights, activations and everything else stay fp32. fp16 implies dynamic loss scaling.
   std::string precision = "fp32";
-  std::int64_t threads = 0;     // compute threads per rank (0 = the cores this rank may use)
+  std::int64_t threads = 0;  // compute threads per rank (0 = the cores this rank may use)
 };
 
 struct Config {
@@ -121,6 +126,14 @@ using Overrides = std::vector<std::pair<std::string, std::string>>;
 // Throws ConfigError naming the file, key and line, with a "did you mean" suggestion for unknown
 // keys.
 Config load_config(const std::filesystem::path& path, const Overrides& overrides);
+
+// The configuration against this machine, once the data's shape is known (config_memory.cpp):
+// throws ConfigError when the model and batch clearly cannot fit in memory (more than the physical
+// RAM), saying the estimate and which keys drive it (a layer's out_features/out_channels,
+// train.batch_size or train.global_batch). `input`: one sample's shape; rank_batch and micro_batch:
+// the samples per rank and step, and per forward pass, as the trainer allocates them.
+void check_memory_fits(const Config& cfg, const Shape& input, std::int64_t rank_batch,
+                       std::int64_t micro_batch, backend::Backend& be);
 
 // Built-in architectures; throws ConfigError for an unknown name (listing the known ones).
 std::vector<nn::LayerSpec> preset_layers(const std::string& name);

@@ -40,6 +40,10 @@ std::optional<std::string> nearest(std::string_view word,
                                    const std::vector<std::string>& candidates);
 // "; did you mean 'x'?" or "".
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
+// The configuration key a mistyped `name` most likely means: the key with the same leaf in another
+// section ("train.lr" -> "optim.lr"), else the nearest key by edit distance ("train.epoch" ->
+// "train.epochs"); nullopt when none is near. The file and the command line suggest the same.
+std::optional<std::string> nearest_key(const std::string& name);
 
 // Names every unnamed layer after its family and ordinal within that family (conv1, relu2, fc3).
 void assign_default_layer_names(std::vector<nn::LayerSpec>& layers);

@@ -99,4 +99,9 @@ const std::vector<std::string_view>& preset_names();  // lenet, lenet_mnist, ...
 // later, by load_config, with the same rules as the config file.
 void add_config_options(CLI::App& app, Overrides& out);
 
+// The error for command-line arguments that `app` (and its subcommands) did not take (CLI11's
+// remaining()): each unknown option with the suggestion a config file gets for the same typo
+// ("unknown option '--train.epoch'; did you mean '--train.epochs'?"), or the nearest other option.
+std::string unexpected_arguments(const std::vector<std::string>& extras, const CLI::App& app);
+
 }  // namespace ddp::app

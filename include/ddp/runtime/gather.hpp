@@ -2,9 +2,10 @@
 // Gathering one variable-length record per rank onto every rank: the rank table, and what
 // `doctor` learns on each host (interfaces, dataset, devices). Records are built with
 // RecordWriter and read back with RecordReader, so no struct layout travels between processes.
-#include <mpi.h>
-
+#include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,26 @@ class RecordReader {
   const char* end_;
 };
 
-// Every rank's `mine`, on every rank, index = rank (MPI_Allgather of the lengths, then
-// MPI_Allgatherv). Collective over `comm`. MPI failures are ddp::SystemError.
-std::vector<std::string> allgather_strings(const std::string& mine, MPI_Comm comm = MPI_COMM_WORLD);
+// A collective that gathers every rank's `mine` (the same size on all ranks) into `all`, in rank
+// order: comm::Communicator::allgather, which waits under the job's timeout and names a rank that
+// never arrives. It is passed in, rather than this room calling MPI itself, so that every
+// collective from start-up on runs under that timeout (a plain MPI_Allgather waits forever for a
+// rank that failed) while runtime still needs nothing from comm.
+using AllgatherBytes =
+    std::function<void(std::span<const std::byte> mine, std::span<std::byte> all)>;
+
+// Every rank's `mine`, on every rank, index = rank: the lengths first, then the records padded to
+// the longest. Collective over the `size` ranks that `allgather` reaches.
+std::vector<std::string> allgather_strings(const std::string& mine, int size,
+                                           const AllgatherBytes& allgather);
+
+// The same over a communicator (comm::Communicator, or anything with size() and
+// allgather(mine, all)).
+template <class Comm>
+std::vector<std::string> allgather_strings(const std::string& mine, Comm& comm) {
+  return allgather_strings(
+      mine, comm.size(),
+      [&comm](std::span<const std::byte> m, std::span<std::byte> a) { comm.allgather(m, a); });
+}
 
 }  // namespace ddp::runtime

@@ -1,10 +1,10 @@
 #pragma once
 // Who every rank is: node-local placement from host names, and the rank table rank 0 prints at
 // start (and `doctor` shows) so a user sees at a glance where each rank runs and on which CPUs.
-#include <mpi.h>
-
 #include <string>
 #include <vector>
+
+#include "ddp/runtime/gather.hpp"
 
 namespace ddp::runtime {
 
@@ -49,10 +49,17 @@ class RecordReader;
 void write_rank_info(RecordWriter& w, const RankInfo& r);
 RankInfo read_rank_info(RecordReader& in);
 
-// Every rank's row, on every rank (MPI_Allgatherv over `comm`; collective). Index = rank.
-std::vector<RankInfo> gather_rank_table(const RankInfo& mine, MPI_Comm comm = MPI_COMM_WORLD);
-// Convenience: describe_self + gather_rank_table over MPI_COMM_WORLD.
-std::vector<RankInfo> gather_rank_table(const Runtime& rt, int threads, const std::string& device);
+// Every rank's row, on every rank (collective over the `size` ranks `allgather` reaches, see
+// gather.hpp). Index = rank.
+std::vector<RankInfo> gather_rank_table(const RankInfo& mine, int size,
+                                        const AllgatherBytes& allgather);
+// The same over a communicator (comm::Communicator: under the job's timeout).
+template <class Comm>
+std::vector<RankInfo> gather_rank_table(const RankInfo& mine, Comm& comm) {
+  return gather_rank_table(
+      mine, comm.size(),
+      [&comm](std::span<const std::byte> m, std::span<std::byte> a) { comm.allgather(m, a); });
+}
 
 // The table as aligned text, one header line and one line per rank:
 //   rank  local  host    device  threads  cpus  pid

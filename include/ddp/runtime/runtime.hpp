@@ -12,8 +12,9 @@ using LaunchEnv = std::map<std::string, std::string>;
 class Runtime {
  public:
   // Initialises MPI (a singleton of size 1 when not launched by mpirun/srun) and finds each rank's
-  // node-local placement (collective: an allgather of host names).
-  Runtime(int* argc, char*** argv);
+  // node-local placement (collective: an allgather of host names, which ends the job after
+  // `startup_timeout_s` seconds, <= 0: never, when some rank does not take part).
+  Runtime(int* argc, char*** argv, double startup_timeout_s = 300.0);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
