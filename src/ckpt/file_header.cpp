@@ -37,11 +37,12 @@ void stamp_header(std::span<char> image, const TrainingPosition& p, const std::s
   char text[kHeaderBytes] = {};  // the rest of the block stays zero
   // Text, so that `head -c 512 FILE` shows it. The run id follows the fixed lines, so that
   // readers of headers without one (older files) parse them as before.
-  const int n = std::snprintf(text, sizeof text, kFormat, static_cast<long long>(kFormatVersion),
-                static_cast<long long>(p.epoch), static_cast<long long>(p.step_in_epoch),
-                static_cast<long long>(p.samples_seen), static_cast<long long>(p.global_step),
-                static_cast<unsigned long long>(image.size()),
-                static_cast<unsigned>(crc32_of(image.subspan(kHeaderBytes))));
+  const int n =
+      std::snprintf(text, sizeof text, kFormat, static_cast<long long>(kFormatVersion),
+                    static_cast<long long>(p.epoch), static_cast<long long>(p.step_in_epoch),
+                    static_cast<long long>(p.samples_seen), static_cast<long long>(p.global_step),
+                    static_cast<unsigned long long>(image.size()),
+                    static_cast<unsigned>(crc32_of(image.subspan(kHeaderBytes))));
   if (n > 0 && static_cast<std::size_t>(n) < sizeof text)
     std::snprintf(text + n, sizeof text - static_cast<std::size_t>(n), "run_id %.64s\n",
                   run_id.c_str());
@@ -107,10 +108,34 @@ std::optional<Header> read_header(const std::filesystem::path& file, std::string
 }
 
 std::string verify_whole_file(const std::filesystem::path& file, const Header& header) {
+  // In chunks: a large snapshot is checked without holding it in memory.
   std::ifstream in(file, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.eof() && in.fail()) return "cannot read it";
-  return verify_file(bytes, header);
+  if (!in) return "cannot read it";
+  std::vector<char> chunk(std::size_t{1} << 20);
+  std::uint64_t total = 0;
+  uLong crc = crc32_z(0, Z_NULL, 0);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const auto n = static_cast<std::size_t>(in.gcount());
+    if (n == 0) break;
+    std::size_t from = 0;
+    if (total < kHeaderBytes)
+      from = static_cast<std::size_t>(std::min<std::uint64_t>(kHeaderBytes - total, n));
+    crc = crc32_z(crc, reinterpret_cast<const Bytef*>(chunk.data() + from), n - from);
+    total += n;
+  }
+  if (in.bad()) return "cannot read it";
+  if (total != header.bytes) return length_error(total, header.bytes);
+  if (static_cast<std::uint32_t>(crc) != header.crc32)
+    return "checksum mismatch: the file is corrupt";
+  return "";
+}
+
+std::optional<HeaderInfo> peek_header(const std::filesystem::path& file) {
+  std::string error;
+  const auto h = read_header(file, &error);
+  if (!h) return std::nullopt;
+  return HeaderInfo{h->position, h->run_id};
 }
 
 }  // namespace ddp::ckpt

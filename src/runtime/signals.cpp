@@ -9,7 +9,7 @@
 namespace ddp::runtime {
 namespace {
 
-std::atomic<int> g_signal{0};  // async-signal-safe: lock-free atomic int
+std::atomic<int> g_signal{0};          // async-signal-safe: lock-free atomic int
 std::atomic<long long> g_first_ns{0};  // CLOCK_MONOTONIC of the first signal
 
 // Slurm delivers one stop twice: at a time limit or scancel, slurmstepd signals each task and srun

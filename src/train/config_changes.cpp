@@ -1,8 +1,9 @@
 #include "ddp/train/config_changes.hpp"
 
+#include <toml++/toml.h>
+
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "ddp/error.hpp"
 
@@ -46,6 +47,18 @@ std::map<std::string, std::string> flatten_config(const std::string& toml_text) 
   return out;
 }
 
+std::string with_int_value(const std::string& toml_text, const std::string& key,
+                           std::int64_t value) {
+  toml::table root = toml::parse(std::string_view(toml_text), std::string_view("configuration"));
+  const auto dot = key.find('.');
+  const std::string section = key.substr(0, dot), leaf = key.substr(dot + 1);
+  if (!root.contains(section)) root.insert(section, toml::table{});
+  root[section].as_table()->insert_or_assign(leaf, value);
+  std::ostringstream out;
+  out << root << "\n";
+  return out.str();
+}
+
 std::vector<ConfigChange> config_changes(const std::string& before_toml,
                                          const std::string& after_toml) {
   const auto a = flatten_config(before_toml), b = flatten_config(after_toml);
@@ -75,9 +88,10 @@ std::string describe(const ConfigChange& c) {
 
 bool is_invocation_key(const std::string& key) {
   static const std::set<std::string> keys = {
-      "train.resume",   "run.overwrite",    "run.dir",        "data.root",
-      "data.prefetch",  "data.distribute",  "runtime.threads", "runtime.device",
-      "comm.timeout_s", "comm.bucket_mb",   "comm.first_bucket_mb", "comm.overlap"};
+      "train.resume",    "run.overwrite",        "run.dir",
+      "data.root",       "data.prefetch",        "data.distribute",
+      "runtime.threads", "runtime.device",       "comm.timeout_s",
+      "comm.bucket_mb",  "comm.first_bucket_mb", "comm.overlap"};
   return keys.count(key) > 0;
 }
 

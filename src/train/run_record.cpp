@@ -1,5 +1,6 @@
 #include "ddp/train/run_record.hpp"
 
+#include <cctype>
 #include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -39,7 +40,7 @@ std::string to_json(const RunRecord& r) {
                         {"config_changes", s.config_changes},
                         {"exit", s.exit},
                         {"epochs_done", s.epochs_done}});
-  const json j = {{"run_id", r.run_id},         {"status", r.status},
+  const json j = {{"run_id", r.run_id},           {"status", r.status},
                   {"config_hash", r.config_hash}, {"epochs", r.epochs},
                   {"epochs_done", r.epochs_done}, {"segments", segments}};
   return j.dump(2) + "\n";
@@ -69,7 +70,8 @@ RunRecord parse_run_record(const std::string& text, const std::string& source) {
       seg.epochs_done = s.at("epochs_done").get<std::int64_t>();
       r.segments.push_back(std::move(seg));
     }
-    if (r.run_id.empty()) throw DataError("empty run_id");
+    if (!is_valid_run_id(r.run_id))
+      throw DataError("run_id '" + r.run_id + "' is not 1 to 64 of A-Z a-z 0-9 . _ -");
     return r;
   } catch (const json::exception& e) {
     throw DataError("'" + source + "' is not a readable run record (" + e.what() +
@@ -93,6 +95,14 @@ std::optional<RunRecord> read_run_record(const std::filesystem::path& dir) {
 
 void write_run_record(const std::filesystem::path& dir, const RunRecord& r) {
   ckpt::write_file_atomically(dir / kRunRecordFile, to_json(r));
+}
+
+bool is_valid_run_id(const std::string& id) {
+  if (id.empty() || id.size() > 64 || id == "." || id == "..") return false;
+  for (const char c : id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-')
+      return false;
+  return true;
 }
 
 std::string new_run_id() {

@@ -1,7 +1,13 @@
 #include "ddp/train/run_start.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <ostream>
 #include <regex>
@@ -46,8 +52,9 @@ void archive(const fs::path& dir, const std::vector<fs::path>& files, const std:
   if (ec) throw SystemError("cannot create '" + to.string() + "': " + ec.message());
   for (const auto& f : files) {
     fs::rename(f, to / f.filename(), ec);
-    if (ec) throw SystemError("cannot move '" + f.string() + "' to '" + to.string() +
-                              "': " + ec.message());
+    if (ec)
+      throw SystemError("cannot move '" + f.string() + "' to '" + to.string() +
+                        "': " + ec.message());
   }
   out << "run.overwrite: moved the previous run's " << files.size() << " file(s) ("
       << list_names(files) << ") to " << to.string() << "\n";
@@ -72,8 +79,8 @@ struct Decision {
 };
 
 std::string encode(const Decision& d) {
-  return std::to_string(static_cast<int>(d.action)) + "\n" + std::to_string(d.global_batch) +
-         "\n" + d.run_id + "\n" + d.snapshot;
+  return std::to_string(static_cast<int>(d.action)) + "\n" + std::to_string(d.global_batch) + "\n" +
+         d.run_id + "\n" + d.snapshot;
 }
 
 Decision decode(const std::string& s) {
@@ -99,20 +106,26 @@ void check_resume(const app::Config& cfg, const fs::path& file, const ckpt::Snap
     throw DataError("snapshot '" + file.string() + "': " + e.what());
   }
   std::vector<std::string> fatal;
+  // The global batch is overridden explicitly by a train.global_batch of its own, or by another
+  // train.batch_size without one; train.global_batch = 0 ("derive it") keeps the run's, which an
+  // earlier resume may have written into the snapshot's configuration.
   bool batch_given = false;
   for (const auto& c : all) {
     if (is_invocation_key(c.key)) continue;
     if (changes_meaning(c.key)) fatal.push_back(describe(c));
-    if (c.key == "train.global_batch" || c.key == "train.batch_size") batch_given = true;
+    if (c.key == "train.global_batch" && cfg.train.global_batch == 0) continue;
+    if ((c.key == "train.global_batch") ||
+        (c.key == "train.batch_size" && cfg.train.global_batch == 0))
+      batch_given = true;
     changes.push_back(describe(c));
   }
   if (!fatal.empty()) {
     std::string list;
     for (const auto& f : fatal) list += "\n  " + f;
-    throw ConfigError("cannot resume from '" + file.string() +
-                      "': these changes make its weights meaningless for this configuration:" +
-                      list +
-                      "\nrestore them, or start a new run (another run.dir, or --run.overwrite)");
+    throw ConfigError(
+        "cannot resume from '" + file.string() +
+        "': these changes make its weights meaningless for this configuration:" + list +
+        "\nrestore them, or start a new run (another run.dir, or --run.overwrite)");
   }
   const auto old_flat = flatten_config(meta.config_toml);
   std::int64_t run_batch = meta.global_batch;
@@ -123,9 +136,15 @@ void check_resume(const app::Config& cfg, const fs::path& file, const ckpt::Snap
   const std::int64_t asked =
       cfg.train.global_batch > 0 ? cfg.train.global_batch : cfg.train.batch_size * world;
   std::int64_t batch = asked;
+  if (meta.world_size != world)
+    changes.push_back("world size: " + std::to_string(meta.world_size) + " -> " +
+                      std::to_string(world));
   if (!batch_given && run_batch > 0 && asked != run_batch) {
     batch = run_batch;
     d.global_batch = run_batch;
+    changes.push_back("train.global_batch: kept at " + std::to_string(run_batch) +
+                      ", the run's (train.batch_size x ranks would give " + std::to_string(asked) +
+                      ")");
     out << "resume: global batch kept at " << run_batch << ", the run's (train.batch_size "
         << cfg.train.batch_size << " x " << world << " rank(s) would give " << asked
         << "; --train.global_batch changes it)\n";
@@ -140,17 +159,84 @@ void check_resume(const app::Config& cfg, const fs::path& file, const ckpt::Snap
     if (!moved.empty()) {
       std::string list;
       for (const auto& m : moved) list += "\n  " + m;
-      throw ConfigError("cannot resume from '" + file.string() + "': it was written in the middle of epoch " +
-                        std::to_string(meta.position.epoch + 1) + " (after step " +
-                        std::to_string(meta.position.step_in_epoch) +
-                        "), and these changes would continue it at another sample position:" +
-                        list + "\nrestore them, or resume from an end-of-epoch snapshot");
+      throw ConfigError(
+          "cannot resume from '" + file.string() + "': it was written in the middle of epoch " +
+          std::to_string(meta.position.epoch + 1) + " (after step " +
+          std::to_string(meta.position.step_in_epoch) +
+          "), and these changes would continue it at another sample position:" + list +
+          "\nrestore them, or resume from an end-of-epoch snapshot");
     }
   }
   if (!changes.empty()) {
     out << "resume: configuration changes since the snapshot (recorded in run.json):\n";
     for (const auto& c : changes) out << "  " << c << "\n";
   }
+}
+
+bool in_dir(const fs::path& file, const fs::path& dir) {
+  std::error_code ec;
+  return fs::equivalent(file.has_parent_path() ? file.parent_path() : ".", dir, ec);
+}
+
+// The snapshot a run started from when it has none of its own yet (it continued a file of an
+// older program or of another directory): "" when it started from scratch.
+std::string origin_of(const RunRecord& r) {
+  for (const auto& s : r.segments)
+    if (!s.resumed_from.empty()) return s.resumed_from;
+  return "";
+}
+
+// Resuming from an older snapshot than the run's newest rolls the run back: its later snapshots
+// move to the archive, or `--resume auto` would later prefer them over the new branch.
+void archive_later_snapshots(const fs::path& dir, const std::string& run_id,
+                             const ckpt::TrainingPosition& from, std::ostream& out) {
+  std::vector<fs::path> later;
+  for (const auto& f : run_files(dir)) {
+    const auto h = ckpt::peek_header(f);
+    if (h && h->run_id == run_id && h->position > from) later.push_back(f);
+  }
+  if (later.empty()) return;
+  out << "resume: rolling run " << run_id << " back to epoch " << from.epoch << " step "
+      << from.step_in_epoch << "; ";
+  archive(
+      dir, later,
+      run_id + "-after-e" + std::to_string(from.epoch) + "s" + std::to_string(from.step_in_epoch),
+      out);
+}
+
+// flock on run.dir/.ddp_train.lock, released by the kernel when the process ends however it ends
+// (no stale lock after a kill). The file says who holds it.
+std::shared_ptr<void> lock_run_dir(const fs::path& dir, std::ostream& out) {
+  const fs::path path = dir / ".ddp_train.lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw SystemError("cannot create '" + path.string() + "': " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err != EWOULDBLOCK) {  // a file system without locks: say so, go on
+      out << "warning: run.dir " << dir.string() << " cannot be locked (" << std::strerror(err)
+          << "): nothing stops a second job from writing into it\n";
+      ::close(fd);
+      return nullptr;
+    }
+    char holder[256] = {};
+    const ssize_t n = ::pread(fd, holder, sizeof holder - 1, 0);
+    ::close(fd);
+    std::string who = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : "";
+    while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
+    throw ConfigError("run.dir '" + dir.string() + "' is in use by another ddp_train job (" +
+                      (who.empty() ? std::string("holder unknown") : who) +
+                      "): two jobs would mix their files; wait for it to end, or use another "
+                      "run.dir");
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string me = "pid " + std::to_string(::getpid()) + " on " + host + "\n";
+  if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, me.data(), me.size(), 0);
+  return std::shared_ptr<void>(new int(fd), [](void* p) {
+    const int* f = static_cast<int*>(p);
+    ::close(*f);  // releases the lock
+    delete f;
+  });
 }
 
 // Rank 0's decision.
@@ -174,14 +260,16 @@ Decision decide(const app::Config& cfg, std::int64_t world, std::vector<std::str
     std::fprintf(stderr, "ddp_train: warning: %s\n", w.c_str());
     out << "warning: " << w << "\n";
   };
+  const std::string holds = "run.dir '" + dir.string() + "' already holds " +
+                            (record ? describe_record(*record) : "another run's files") + ": " +
+                            list_names(files);
   std::optional<fs::path> file;
   if (resume.empty()) {
     if (!files.empty())
-      throw ConfigError(
-          "run.dir '" + dir.string() + "' already holds " +
-          (record ? describe_record(*record) : "another run's files") + ": " + list_names(files) +
-          ". Continue it with --resume auto, start over with --run.overwrite (its files move to " +
-          (dir / "archive").string() + "/), or choose another run.dir");
+      throw ConfigError(holds +
+                        ". Continue it with --resume auto, start over with --run.overwrite (its "
+                        "files move to " +
+                        (dir / "archive").string() + "/), or choose another run.dir");
     d.run_id = new_run_id();
     return d;
   }
@@ -195,38 +283,64 @@ Decision decide(const app::Config& cfg, std::int64_t world, std::vector<std::str
              "it further)\n";
       return d;
     }
+    if (!file && record && !origin_of(*record).empty()) {
+      // No snapshot of its own yet: it goes on from the file it started from, never from scratch.
+      file = fs::path(origin_of(*record));
+      out << "resume: run " << record->run_id << " has no snapshot of its own yet; continuing "
+          << "from the snapshot it started from, " << file->string() << "\n";
+    }
     if (!file) {
       d.run_id = record ? record->run_id : new_run_id();
-      out << "resume: no snapshot " << (record ? "of run " + record->run_id + " " : "")
-          << "in " << dir.string() << ", starting " << (record ? "it again " : "")
-          << "from scratch\n";
+      out << "resume: no snapshot " << (record ? "of run " + record->run_id + " " : "") << "in "
+          << dir.string() << ", starting " << (record ? "it again " : "") << "from scratch\n";
       return d;
     }
   } else {
     file = fs::path(resume);
   }
   const ckpt::SnapshotMeta meta = ckpt::read_meta(*file);
-  if (record && !meta.run_id.empty() && meta.run_id != record->run_id)
-    throw ConfigError("run.dir '" + dir.string() + "' holds " + describe_record(*record) +
-                      ", but snapshot '" + file->string() + "' belongs to run " + meta.run_id +
-                      ": resume it in its own run.dir, or start over here with --run.overwrite");
-  if (!record && resume != "auto" && !files.empty()) {
-    // A directory of files without run.json: written by an older version, or by hand.
-    out << "resume: " << dir.string() << " holds files of an unnamed run (" << list_names(files)
-        << "); continuing into it\n";
+  const bool origin = record && file->string() == origin_of(*record);
+  if (record && !origin && meta.run_id != record->run_id)
+    throw ConfigError(
+        holds + ", but snapshot '" + file->string() + "' belongs to " +
+        (meta.run_id.empty() ? "no run (an older program wrote it)" : "run " + meta.run_id) +
+        ": resume it in another run.dir, or start over here with --run.overwrite");
+  if (!record && !files.empty()) {
+    // Files without run.json: an older version's run. Only its own snapshots continue it.
+    if (!in_dir(*file, dir))
+      throw ConfigError(holds + ", and snapshot '" + file->string() +
+                        "' is not one of them: resume it in another run.dir, or start over here "
+                        "with --run.overwrite");
+    out << "resume: " << dir.string() << " holds the files of a run without run.json (an older "
+        << "version's): continuing it as a named run\n";
   }
-  d.run_id = record ? record->run_id : (!meta.run_id.empty() ? meta.run_id : new_run_id());
-  if (meta.position.step_in_epoch == 0 && meta.position.epoch >= cfg.train.epochs) {
+  d.run_id = record ? record->run_id : (is_valid_run_id(meta.run_id) ? meta.run_id : new_run_id());
+  const auto& p = meta.position;
+  if (p.step_in_epoch == 0 && p.epoch >= cfg.train.epochs) {
     d.action = RunStart::Action::nothing_to_do;
-    out << "resume: snapshot " << file->string() << " is at epoch " << meta.position.epoch
+    out << "resume: snapshot " << file->string() << " is at epoch " << p.epoch
         << " of train.epochs = " << cfg.train.epochs
-        << ": the run is complete, nothing to do, no file was changed (a larger --train.epochs "
-           "trains it further)\n";
+        << ": the run is complete, nothing to do (a larger --train.epochs trains it further)\n";
+    // A run killed after its final snapshot: close its record (the summary went out before it).
+    if (record && record->status != "complete" && p.epoch >= record->epochs) {
+      for (auto& s : record->segments)
+        if (s.exit == "running") s.exit = "ended without a word (killed, or its node failed)";
+      record->status = "complete";
+      record->epochs_done = p.epoch;
+      write_run_record(dir, *record);
+    }
     return d;
   }
+  if (p.step_in_epoch > 0 && p.epoch + 1 > cfg.train.epochs)
+    throw ConfigError("snapshot '" + file->string() + "' was written in epoch " +
+                      std::to_string(p.epoch + 1) + " (after step " +
+                      std::to_string(p.step_in_epoch) +
+                      "), but train.epochs = " + std::to_string(cfg.train.epochs) +
+                      ": ask for at least " + std::to_string(p.epoch + 1) + " epochs to finish it");
   d.action = RunStart::Action::resume;
   d.snapshot = file->string();
   check_resume(cfg, *file, meta, world, d, changes, out);
+  if (record && !origin) archive_later_snapshots(dir, record->run_id, p, out);
   return d;
 }
 
@@ -257,6 +371,8 @@ RunStart plan_run_start(const app::Config& cfg, comm::Communicator& comm, std::o
   std::exception_ptr error;
   if (comm.rank() == 0) {
     try {
+      ckpt::ensure_writable_dir(cfg.run.dir);
+      start.lock = lock_run_dir(cfg.run.dir, out);
       message = encode(decide(cfg, comm.size(), start.changes, start.record, out));
     } catch (const Error&) {
       error = std::current_exception();
@@ -272,7 +388,12 @@ RunStart plan_run_start(const app::Config& cfg, comm::Communicator& comm, std::o
   start.run_id = d.run_id;
   start.snapshot = d.snapshot;
   start.config.train.resume = d.snapshot;
-  if (d.global_batch > 0) start.config.train.global_batch = d.global_batch;
+  if (d.global_batch > 0) {
+    start.config.train.global_batch = d.global_batch;
+    // config.toml and the snapshots keep what the run really uses.
+    start.config.resolved_toml =
+        with_int_value(start.config.resolved_toml, "train.global_batch", d.global_batch);
+  }
   return start;
 }
 

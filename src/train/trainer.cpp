@@ -2,9 +2,9 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -88,8 +88,9 @@ Trainer::Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream&
   };
   if (test_.channels() != train_.channels() || test_.height() != train_.height() ||
       test_.width() != train_.width() || test_.num_classes() != train_.num_classes())
-    throw DataError("data.root = '" + d.root + "' (" + d.dataset + "): the test split's images are " +
-                    dims(test_) + " but the training split's are " + dims(train_) +
+    throw DataError("data.root = '" + d.root + "' (" + d.dataset +
+                    "): the test split's images are " + dims(test_) +
+                    " but the training split's are " + dims(train_) +
                     ": both splits must have the same channels, size and classes");
   norm_ = make_normalization(d, train_);
 
@@ -283,26 +284,35 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   double loss_sum = 0.0;
   std::int64_t correct = 0, seen = 0, global_seen = 0, step = first_step;
   std::int64_t checked_step = first_step;  // the loss was finite up to here
+  std::int64_t nonfinite_at = 0;           // the step whose check found it not finite (0: none)
   double lr = 0.0;
   stopped = false;
   stop_after = false;
   const double wait0 = (sync_ ? sync_->stats().exposed_s : 0.0) + blocking_wait_s_;
   const auto t0 = Clock::now();
+  auto diverged = [&](const std::string& where) {
+    return Error("training diverged: the loss is not finite (NaN or inf) in epoch " +
+                 std::to_string(epoch + 1) + ", " + where +
+                 "; no snapshot of these weights is written, the newest snapshot in run.dir "
+                 "holds the last finite ones. Lower optim.lr (or add warm-up) and resume from it");
+  };
   auto take_loss = [&] {
     const auto r = be_->take_loss();  // waits for a GPU: only at bar updates and the epoch's end
     loss_sum += r.loss_sum;
     correct += r.correct;
-    // NaN/inf weights would go on into every later step and snapshot: stop here, naming where.
-    if (!std::isfinite(loss_sum))
-      throw Error("training diverged: the loss of rank " + std::to_string(comm_.rank()) +
-                  " is not finite (" + std::to_string(loss_sum) + ") in epoch " +
-                  std::to_string(epoch + 1) +
-                  (step == checked_step + 1 ? ", step " + std::to_string(step)
-                                            : ", steps " + std::to_string(checked_step + 1) +
-                                                  ".." + std::to_string(step)) +
-                  " (global step " + std::to_string(global_step_) +
-                  "); no snapshot of these weights is written, the newest one in run.dir holds "
-                  "the last finite weights. Lower optim.lr (or add warm-up) and resume from it");
+    // NaN/inf weights would go on into every later step and snapshot. One rank alone stops
+    // at once; several agree first (the stop flags, a step later), so all stop at one step.
+    if (!std::isfinite(loss_sum) && nonfinite_at == 0) {
+      nonfinite_at = step;
+      const std::string where =
+          step == checked_step + 1
+              ? "step " + std::to_string(step)
+              : "steps " + std::to_string(checked_step + 1) + ".." + std::to_string(step);
+      if (comm_.size() == 1)
+        throw diverged(where + " (global step " + std::to_string(global_step_) + ")");
+      std::fprintf(stderr, "ddp_train: rank %d: the loss is not finite in epoch %lld, %s\n",
+                   comm_.rank(), static_cast<long long>(epoch + 1), where.c_str());
+    }
     checked_step = step;
   };
   while (auto b = feed_->next()) {
@@ -331,19 +341,23 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
     // are summed while step k+1 computes, so agreeing costs no synchronisation point of its own
     // (a blocking all-reduce here made every step wait for the slowest rank twice).
     if (comm_.size() == 1) {
-      stop_flag_ = runtime::stop_requested() ? 1.0f : 0.0f;
+      stop_flags_[0] = runtime::stop_requested() ? 1.0f : 0.0f;
     } else {
       if (!stop_request_.empty()) comm_.wait(stop_request_);  // started a step ago
-      const float agreed = stop_flag_;
-      stop_flag_ = runtime::stop_requested() ? 1.0f : 0.0f;
+      const float agreed = stop_flags_[0], agreed_nonfinite = stop_flags_[1];
+      if (agreed_nonfinite > 0.0f)
+        throw diverged("found by " + std::to_string(static_cast<int>(agreed_nonfinite)) +
+                       " rank(s) by step " + std::to_string(step - 1));
+      stop_flags_[0] = runtime::stop_requested() ? 1.0f : 0.0f;
+      stop_flags_[1] = nonfinite_at > 0 ? 1.0f : 0.0f;
       if (agreed > 0.0f && step < steps_per_epoch_) {
         stopped = true;
         break;
       }
-      stop_request_ = comm_.iallreduce_sum(std::span<float>(&stop_flag_, 1));
+      stop_request_ = comm_.iallreduce_sum(std::span<float>(stop_flags_, 2));
       continue;
     }
-    if (stop_flag_ > 0.0f && step < steps_per_epoch_) {
+    if (stop_flags_[0] > 0.0f && step < steps_per_epoch_) {
       stopped = true;
       break;
     }
@@ -352,8 +366,8 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   // still stops the run: after this epoch, which is complete. An epoch of one step has no other
   // chance to see it.
   if (!stop_request_.empty()) comm_.wait(stop_request_);
-  if (!stopped && stop_flag_ > 0.0f) stop_after = true;
-  stop_flag_ = 0.0f;
+  if (!stopped && stop_flags_[0] > 0.0f) stop_after = true;
+  stop_flags_[0] = stop_flags_[1] = 0.0f;
   take_loss();
   const double train_s = seconds_since(t0);
   bar.clear();
@@ -364,6 +378,10 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
     comm_.allreduce_sum(std::span<double>(sums, 1));
     comm_.allreduce_sum(std::span<std::int64_t>(counts, 2));
   }
+  // The sums are every rank's: all ranks stop here together when one rank's loss was not finite.
+  if (!std::isfinite(sums[0]))
+    throw diverged("by its end (step " + std::to_string(step) + ", global step " +
+                   std::to_string(global_step_) + ")");
   average_buffers();
   check_replicas();
   // The epoch's totals: a resumed epoch adds what the segments before this one trained of it.
@@ -471,8 +489,7 @@ void Trainer::resume() {
                e.correct,
                e.samples,
                e.steps};
-        reals = {snap.meta.loss_scale, snap.meta.run_train_s, e.loss_sum, e.train_s,
-                 e.comm_wait_s};
+        reals = {snap.meta.loss_scale, snap.meta.run_train_s, e.loss_sum, e.train_s, e.comm_wait_s};
         history = snap.meta.metrics_jsonl;
         out_ << "resume: " << file->string() << " (epoch " << p.epoch << ", step "
              << p.step_in_epoch << ", written by " << snap.meta.world_size << " rank(s))\n";
@@ -530,6 +547,16 @@ void Trainer::resume() {
 
 void Trainer::save(std::int64_t epoch, std::int64_t step_in_epoch) {
   if (comm_.rank() != 0) return;
+  // The last update of an epoch can blow up after its loss was checked: a snapshot of NaN/inf
+  // weights would become the newest, and pruning could remove the last good one.
+  model_->pull_state();
+  for (const float w : model_->host_params())
+    if (!std::isfinite(w))
+      throw Error("training diverged: weights are not finite (NaN or inf) after epoch " +
+                  std::to_string(step_in_epoch > 0 ? epoch + 1 : epoch) + " (global step " +
+                  std::to_string(global_step_) +
+                  "); no snapshot of them is written, the newest snapshot in run.dir holds the "
+                  "last finite ones. Lower optim.lr (or add warm-up) and resume from it");
   ckpt::SnapshotMeta meta;
   meta.position = {epoch, step_in_epoch, samples_seen_, global_step_};
   meta.seed = cfg_.train.seed;
@@ -564,8 +591,9 @@ void Trainer::write_record(RunRecord* record) {
 TrainResult Trainer::run() {
   const RunStart start = plan_run_start(cfg_, comm_, out_);
   if (start.config.train.global_batch != cfg_.train.global_batch)
-    throw Error("internal: this run keeps another global batch; build the trainer with "
-                "plan_run_start's configuration and call run(start)");
+    throw Error(
+        "internal: this run keeps another global batch; build the trainer with "
+        "plan_run_start's configuration and call run(start)");
   cfg_.train.resume = start.config.train.resume;  // "auto" resolved to the snapshot (or "")
   return run(start);
 }
@@ -688,6 +716,11 @@ TrainResult Trainer::train_run(RunRecord* record) {
       m.test_loss = e.loss;
       m.test_acc = e.accuracy;
       m.test_samples = e.samples;
+      // The same on every rank (the sums are all-reduced).
+      if (!std::isfinite(e.loss))
+        throw Error("training diverged: the test loss after epoch " + std::to_string(epoch + 1) +
+                    " is not finite (NaN or inf); no snapshot of these weights is written. Lower "
+                    "optim.lr (or add warm-up) and resume from the newest snapshot in run.dir");
     }
     out_ << format_epoch_line(m) << "\n";
     if (scaler_.enabled()) {
@@ -701,6 +734,13 @@ TrainResult Trainer::train_run(RunRecord* record) {
     if (log) log->write_epoch(m);
     result.last = m;
     const bool save_due = cfg_.train.save_every > 0 && (epoch + 1) % cfg_.train.save_every == 0;
+    // The summary goes out before the final snapshot: a run killed in between retrains its last
+    // epoch from the previous snapshot (the summary row is dropped with the rows after it), and a
+    // final snapshot is never without its summary.
+    if (last) {
+      result.total_s = run_time();
+      if (log) log->write_summary(m, result.total_s, comm_.size(), model_->digest(), segment_);
+    }
     if (last || save_due || stop_after) save(epoch + 1, 0);
     if (record) {
       record->epochs_done = epoch + 1;
@@ -716,10 +756,9 @@ TrainResult Trainer::train_run(RunRecord* record) {
       return result;
     }
   }
-  result.total_s = run_time();
+  if (start_epoch_ >= cfg_.train.epochs)
+    throw Error("internal: nothing left to train (plan_run_start decides that before)");
   const std::uint64_t digest = model_->digest();
-  if (log)
-    log->write_summary(result.last, result.total_s, comm_.size(), digest, segment_);
   char buf[160];
   std::snprintf(buf, sizeof buf,
                 "final test accuracy: %.2f%% (%lld samples), loss %.4f, weights digest %016llx\n",

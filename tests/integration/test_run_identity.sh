@@ -20,7 +20,7 @@ run() {  # run DIR ARGS...: one process; output in DIR.log; returns its exit cod
   local dir=$1; shift
   "$BIN" "${tiny[@]}" --run-dir "$dir" "$@" > "$dir.log" 2>&1
 }
-fingerprint() { (cd "$1" && find . -type f -printf '%p %s %T@\n' | sort && cat run.json metrics.jsonl) | sha1sum; }
+fingerprint() { (cd "$1" && find . -type f ! -name .ddp_train.lock -printf '%p %s %T@\n' | sort && cat run.json metrics.jsonl) | sha1sum; }
 rows_of() { grep -c "\"epoch\": $2," "$1/metrics.jsonl" || true; }
 
 # Each part runs on its own (a subshell: `fail` ends only that part), so that every observed
@@ -68,36 +68,47 @@ echo "  fresh run into a used run.dir: refused; --run.overwrite archived it"
 }
 
 mid_epoch_resume() {  # observed 3, 4 and defect 7: global batch, partial rows, sample position
-local args=(--data.train_limit 16000 --train.epochs 2 --train.save_every 1)
+# Three epochs of 125 steps, so that a stop 0.3 s after the first epoch line lands mid-epoch in
+# epoch 2 or, on a fast machine, epoch 3: the epoch is read from the snapshot's name.
+local args=(--data.train_limit 16000 --train.epochs 3 --train.save_every 1)
 mpirun_local -np 2 "$BIN" "${tiny[@]}" --run-dir "$B" "${args[@]}" > "$B.log" 2>&1 & job=$!
-wait_for "$B.log" "epoch 1/2" 120 || fail "epoch 1 never finished"
+wait_for "$B.log" "epoch 1/3" 120 || fail "epoch 1 never finished"
 sleep 0.3
 kill -USR1 $(rank_pids "$B") 2> /dev/null || true
 set +e; wait $job; rc=$?; set -e
 [ "$rc" = 75 ] || { cat "$B.log"; fail "exit $rc after SIGUSR1, expected 75"; }
-mid=$(ls "$B" | grep -E 'snapshot_e0001_s[0-9]+\.h5' || true)
-[ -n "$mid" ] || fail "no mid-epoch snapshot of epoch 2: $(ls "$B")"
+mid=$(ls "$B" | grep -E 'snapshot_e000[12]_s[0-9]+\.h5' || true)
+[ -n "$mid" ] || fail "no mid-epoch snapshot: $(ls "$B")"
+local e=$(( 10#$(echo "$mid" | sed -E 's/snapshot_e0*([0-9]+)_s.*/\1/') + 1 ))
 for change in "--train.seed 7:train.seed" "--train.global_batch 64:global batch: 128 -> 64" \
               "--data.train_limit 12000:data.train_limit"; do
   if run "$B" "${args[@]}" --resume auto ${change%%:*}; then fail "resumed mid-epoch with ${change%%:*}"; fi
-  grep -q "middle of epoch 2" "$B.log" && grep -q "${change#*:}" "$B.log" ||
+  grep -q "middle of epoch $e" "$B.log" && grep -q "${change#*:}" "$B.log" ||
     { cat "$B.log"; fail "mid-epoch refusal of ${change%%:*} does not name it"; }
 done
 if run "$B" "${args[@]}" --resume auto --model.preset lenet; then fail "resumed with another model"; fi
 grep -q "model.preset" "$B.log" || { cat "$B.log"; fail "the model change is not named"; }
+if run "$B" "${args[@]}" --resume auto --train.epochs $((e - 1)); then fail "resumed past train.epochs"; fi
+grep -q "ask for at least $e epochs" "$B.log" || { cat "$B.log"; fail "fewer epochs than the snapshot's not refused"; }
 run "$B" "${args[@]}" --resume auto --optim.lr 0.002 || { cat "$B.log"; fail "resume on 1 rank failed"; }
 grep -q "global batch kept at 128" "$B.log" || { cat "$B.log"; fail "the run's global batch was not kept"; }
 grep -q "global batch 128 (1 rank(s) x 128)" "$B.log" || fail "not trained with global batch 128"
+grep -q "global_batch = 128" "$B/config.toml" || fail "config.toml does not show the global batch used"
 grep -q "optim.lr: 0.001 -> 0.002" "$B.log" || fail "the lr change is not listed"
-grep -q "optim.lr: 0.001 -> 0.002" "$B/run.json" || fail "the lr change is not recorded in run.json"
-[ "$(rows_of "$B" 2)" = 1 ] || fail "epoch 2 is not exactly once in metrics.jsonl"
-steps=$(grep '"epoch": 2,' "$B/metrics.jsonl" | grep -o '"steps": [0-9]*' | awk '{print $2}')
-[ "$steps" = 125 ] || fail "epoch 2's row covers $steps steps, not the whole epoch (125)"
-grep '"epoch": 2,' "$B/metrics.jsonl" | grep -q '"segment": 2' || fail "epoch 2's row is not tagged with segment 2"
+for what in "optim.lr: 0.001 -> 0.002" "world size: 2 -> 1" "train.global_batch: kept at 128"; do
+  grep -q "$what" "$B/run.json" || fail "'$what' is not recorded in run.json"
+done
+for ((k = 1; k <= 3; k++)); do [ "$(rows_of "$B" $k)" = 1 ] || fail "epoch $k is not exactly once"; done
+steps=$(grep "\"epoch\": $e," "$B/metrics.jsonl" | grep -o '"steps": [0-9]*' | awk '{print $2}')
+[ "$steps" = 125 ] || fail "epoch $e's row covers $steps steps, not the whole epoch (125)"
+grep "\"epoch\": $e," "$B/metrics.jsonl" | grep -q '"segment": 2' || fail "epoch $e's row is not tagged with segment 2"
 sum_epochs=$(grep -o '"epoch_s": [0-9.e-]*' "$B/metrics.jsonl" | awk '{s += $2} END {print s}')
 ge "$(summary_field "$B/metrics.jsonl" total_s)" "$sum_epochs" || fail "total_s does not cover all segments"
 grep -q '"exit": "stopped by' "$B/run.json" || fail "run.json does not record the stop"
-echo "  mid-epoch snapshot: seed/global batch/train_limit/model refused; 1 rank kept 128; one row"
+# Resumed again with no change at all, the kept global batch is still the run's.
+run "$B" "${args[@]}" --resume auto --train.epochs 4 || { cat "$B.log"; fail "a further epoch failed"; }
+grep -q "global batch 128 (1 rank(s) x 128)" "$B.log" || { cat "$B.log"; fail "the kept global batch was lost on the next resume"; }
+echo "  mid-epoch snapshot (epoch $e): seed/global batch/train_limit/model/epochs refused; 1 rank kept 128; one row each"
 }
 
 pruning() {  # defect 1: keep_last among corrupt snapshots deleted the file just written
@@ -108,6 +119,7 @@ for e in 2 3; do
   size=$(stat -c %s "$C/snapshot_e000$e.h5")
   printf '\xff\xff\xff\xff' | dd of="$C/snapshot_e000$e.h5" bs=1 seek=$((size - 64)) conv=notrunc 2> /dev/null
 done
+for e in 2 3; do ! "$BIN" inspect "$C/snapshot_e000$e.h5" > /dev/null 2>&1 || fail "the corruption did not take"; done
 run "$C" --data.train_limit 512 --train.epochs 1 --resume auto --train.keep_last 1 ||
   { cat "$C.log"; fail "resume auto among corrupt snapshots failed"; }
 for f in snapshot_e0001.h5 snapshot_e0002.h5 snapshot_e0003.h5; do [ -f "$C/$f" ] || fail "$f was deleted"; done
@@ -155,11 +167,47 @@ local F="$WORK/f"
 if run "$F" --data.train_limit 512 --train.epochs 3 --optim.name sgd --optim.lr 1e9; then
   fail "a run whose loss became NaN exited 0"
 fi
-grep -q "training diverged: the loss of rank 0 is not finite .* epoch 1, step [0-9]" "$F.log" ||
+grep -q "training diverged: the loss is not finite (NaN or inf) in epoch 1, step [0-9]" "$F.log" ||
   { cat "$F.log"; fail "the divergence is not reported with its step"; }
 ! ls "$F" | grep -q snapshot_ || fail "a snapshot was written after the loss became NaN"
 grep -q '"status": "failed"' "$F/run.json" || fail "run.json does not record the failure"
 echo "  NaN loss: stopped at its step, no snapshot, run.json failed"
+}
+
+foreign_files() {  # never mix runs: a second job, another run's snapshot, a rollback, an origin
+local G="$WORK/g" big=(--data.train_limit 16000 --train.epochs 3)
+# A second job into a directory a live job holds is refused, naming the holder.
+"$BIN" "${tiny[@]}" --run-dir "$G" "${big[@]}" > "$G.first.log" 2>&1 & local first=$!
+wait_for "$G.first.log" "^run: " 60 || { cat "$G.first.log"; fail "the first job never started"; }
+if run "$G" "${big[@]}" --resume auto; then fail "a second job ran in a run.dir in use"; fi
+grep -q "is in use by another ddp_train job (pid $first on" "$G.log" || { cat "$G.log"; fail "the lock holder is not named"; }
+# Killed before its first snapshot, the job leaves no stale lock; a resume restarts the run.
+kill -9 $first; wait $first 2> /dev/null || true
+# Another run's snapshot is not continued in this run's directory.
+run "$WORK/h" --data.train_limit 512 --train.epochs 1 || { cat "$WORK/h.log"; fail "source run failed"; }
+if run "$G" "${big[@]}" --resume "$WORK/h/snapshot_e0001.h5"; then fail "another run's snapshot was continued here"; fi
+grep -q "belongs to run" "$G.log" || { cat "$G.log"; fail "the foreign snapshot is not explained"; }
+# A run that starts from another directory's snapshot and dies before its own first snapshot
+# continues from that snapshot, never from scratch.
+local O="$WORK/o"
+"$BIN" "${tiny[@]}" --run-dir "$O" "${big[@]}" --resume "$WORK/h/snapshot_e0001.h5" > "$O.first.log" 2>&1 & first=$!
+wait_for "$O.first.log" "^run: " 60 || { cat "$O.first.log"; fail "the job from a snapshot never started"; }
+kill -9 $first; wait $first 2> /dev/null || true
+! ls "$O" | grep -q snapshot_ || fail "the killed job wrote a snapshot (kill came too late)"
+run "$O" "${big[@]}" --resume auto || { cat "$O.log"; fail "resuming the run started from a snapshot failed"; }
+grep -q "no snapshot of its own yet; continuing from the snapshot it started from" "$O.log" ||
+  { cat "$O.log"; fail "restarted from scratch instead of the snapshot it started from"; }
+grep -q '"epoch": 1,' "$O/metrics.jsonl" && grep -q '"segment": 1' "$O/metrics.jsonl" ||
+  fail "epoch 1's row (from the original run) is missing"
+# Resuming the run from an older snapshot archives its later ones: the new branch is the run.
+local R="$WORK/r"
+run "$R" --data.train_limit 512 --train.epochs 3 --train.save_every 1 --train.keep_last 0 || fail "rollback source run failed"
+run "$R" --data.train_limit 512 --train.epochs 3 --train.save_every 1 --train.keep_last 0 \
+  --resume "$R/snapshot_e0001.h5" --optim.lr 0.002 || { cat "$R.log"; fail "rolling back failed"; }
+grep -q "rolling run .* back to epoch 1" "$R.log" || { cat "$R.log"; fail "the rollback is not announced"; }
+ls "$R"/archive/*-after-e1s0/snapshot_e0003.h5 > /dev/null 2>&1 || fail "the later snapshots were not archived"
+for ((k = 1; k <= 3; k++)); do [ "$(rows_of "$R" $k)" = 1 ] || fail "epoch $k is not exactly once after the rollback"; done
+echo "  second job refused; foreign snapshot refused; origin continued after a kill; rollback archived"
 }
 
 part "finished run resumed" finished_run
@@ -169,5 +217,6 @@ part "pruning" pruning
 part "one-step epochs" one_step_epochs
 part "train/test sizes" split_sizes
 part "NaN loss" nan_loss
+part "foreign files" foreign_files
 [ ${#failed[@]} = 0 ] || fail "${#failed[@]} part(s) failed: $(IFS=,; echo "${failed[*]}")"
 pass "run directories keep one run each and resuming never loses or mixes results"

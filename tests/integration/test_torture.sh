@@ -11,11 +11,13 @@ rounds=${DDP_TORTURE_ROUNDS:-20}
 RANDOM=$seed
 echo "  seed $seed, $rounds interruptions (DDP_TORTURE_SEED=$seed reproduces them)"
 args=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.train_limit 8192
-      --data.test_limit 4096 --train.batch_size 64 --train.epochs 8 --train.save_every 1
+      --data.test_limit 4096 --train.batch_size 64 --train.epochs 24 --train.save_every 2
       --train.keep_last 2 --runtime.threads 1)
-launch() {  # launch DIR [ARGS...]: 2 ranks in the background, output appended to DIR.log
+epochs=24  # enough work that every round interrupts a running job, even on a fast machine
+launch() {  # launch DIR [ARGS...]: 2 ranks in the background, output in DIR.log (DIR.all: every round's)
   local dir=$1; shift
-  mpirun_local -np 2 "$BIN" "${args[@]}" --run-dir "$dir" "$@" >> "$dir.log" 2>&1 &
+  [ -f "$dir.log" ] && cat "$dir.log" >> "$dir.all"
+  mpirun_local -np 2 "$BIN" "${args[@]}" --run-dir "$dir" "$@" > "$dir.log" 2>&1 &
   job=$!
 }
 launch "$WORK/ref"
@@ -24,7 +26,7 @@ want=$(summary_field "$WORK/ref/metrics.jsonl" weights_digest)
 
 T="$WORK/t"
 launch "$T"  # the first segment starts the run; every later one resumes it
-done_early=0
+done_early=0 interrupted=0
 for ((i = 1; i <= rounds; i++)); do
   # A random moment 0.4..2.4 s after the start (start-up, steps, evaluation, snapshot writes), or
   # the moment an epoch line appears: the snapshot of that epoch is being written then.
@@ -48,10 +50,18 @@ for ((i = 1; i <= rounds; i++)); do
   esac
   set +e; wait $job; rc=$?; set -e
   echo "  round $i: $what ($([ $mode = 0 ] && echo "at an epoch's end" || echo "at a random moment")): exit $rc"
-  # A stop with a snapshot is 75; a killed job is whatever mpirun makes of it; a finished run 0.
-  # A crash (134 abort, 139 segfault) on the way is a failure.
-  grep -qE "internal error|Segmentation|corrupted size|double free|AddressSanitizer" "$T.log" &&
-    { tail -30 "$T.log"; fail "round $i: a crash in the log"; }
+  # A crash, a snapshot that could not be read back (a broken atomic write) or, after a stop
+  # signal, any error fails the test; so does an exit code that is neither a stop (75), a finish
+  # (0) nor, after a SIGKILL, the job's death.
+  grep -qE "internal error|Segmentation|corrupted size|double free|AddressSanitizer|skipping unreadable" "$T.log" &&
+    { tail -30 "$T.log"; fail "round $i: a crash or an unreadable snapshot in the log"; }
+  if [ $action != 0 ]; then
+    grep -q "ddp_train: error" "$T.log" && { tail -30 "$T.log"; fail "round $i: an error after a stop signal"; }
+    [ "$rc" = 75 ] || [ "$rc" = 0 ] || { tail -30 "$T.log"; fail "round $i: exit $rc after $what"; }
+  else
+    [ "$rc" != 0 ] || grep -q '"summary": true' "$T/metrics.jsonl" || fail "round $i: exit 0 after a SIGKILL"
+  fi
+  [ "$rc" != 0 ] && interrupted=$((interrupted + 1))
   if [ "$rc" = 0 ] && grep -q '"summary": true' "$T/metrics.jsonl" 2> /dev/null; then
     done_early=$i; break
   fi
@@ -62,9 +72,11 @@ if [ "$done_early" = 0 ]; then
 fi
 got=$(summary_field "$T/metrics.jsonl" weights_digest)
 [ "$got" = "$want" ] || { tail -40 "$T.log"; fail "final weights $got differ from the uninterrupted run's $want"; }
-for e in 1 2 3 4 5 6 7 8; do
+[ "$interrupted" -ge $((rounds * 3 / 4)) ] || fail "only $interrupted of $rounds rounds interrupted a running job"
+for ((e = 1; e <= epochs; e++)); do
   n=$(grep -c "\"epoch\": $e," "$T/metrics.jsonl" || true)
   [ "$n" = 1 ] || { cat "$T/metrics.jsonl"; fail "epoch $e appears $n times in metrics.jsonl"; }
+  grep "\"epoch\": $e," "$T/metrics.jsonl" | grep -q '"steps": 64,' || fail "epoch $e's row does not cover its 64 steps"
 done
 [ "$(grep -c '"summary": true' "$T/metrics.jsonl")" = 1 ] || fail "not exactly one summary"
 leftovers=$(ls -A "$T" | grep '\.tmp\.' || true)
@@ -72,4 +84,4 @@ leftovers=$(ls -A "$T" | grep '\.tmp\.' || true)
 for f in "$T"/snapshot_*.h5; do "$BIN" inspect "$f" > /dev/null || fail "$f is unreadable"; done
 grep -q '"status": "complete"' "$T/run.json" || fail "run.json is not complete"
 segments=$(summary_field "$T/metrics.jsonl" segments)
-pass "$segments segments, weights bitwise equal ($want), every epoch once, no temporary file, all snapshots readable"
+pass "$interrupted interruptions, $segments segments, weights bitwise equal ($want), every epoch once, no temporary file, all snapshots readable"

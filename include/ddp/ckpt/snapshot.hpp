@@ -133,6 +133,14 @@ void write_file_atomically(const std::filesystem::path& file, const std::string&
 // many. Call on rank 0 before training, when no other process writes into dir.
 int remove_stale_temp_files(const std::filesystem::path& dir);
 
+// What a snapshot's 512-byte header says (position and run id), read without the rest of the
+// file; nullopt for a file without a readable header or whose length differs from it.
+struct HeaderInfo {
+  TrainingPosition position;
+  std::string run_id;
+};
+std::optional<HeaderInfo> peek_header(const std::filesystem::path& file);
+
 // Human-readable summary: position, seed, world size, config digest (FNV-1a of the config text),
 // format and program version, optimizer, tensor names and shapes, the metrics so far.
 std::string inspect(const std::filesystem::path& file);

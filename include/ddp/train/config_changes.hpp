@@ -1,6 +1,7 @@
 #pragma once
 // What changed between two resolved configurations (the TOML text a snapshot keeps and the one a
 // resumed run resolved), key by key, and which of those changes a resume may accept.
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -8,7 +9,7 @@
 namespace ddp::train {
 
 struct ConfigChange {
-  std::string key;  // "optim.lr", "model.layers"
+  std::string key;            // "optim.lr", "model.layers"
   std::string before, after;  // TOML value text; "(absent)" for a key one side lacks
 };
 
@@ -16,6 +17,11 @@ struct ConfigChange {
 // [[model.layers]] is one key ("model.layers") holding the whole array. Throws ConfigError when
 // the text is not TOML.
 std::map<std::string, std::string> flatten_config(const std::string& toml_text);
+
+// The TOML text with "section.key" set to an integer (re-serialised: what the run really uses,
+// e.g. the global batch a resume keeps).
+std::string with_int_value(const std::string& toml_text, const std::string& key,
+                           std::int64_t value);
 
 // Every key whose value differs, in key order.
 std::vector<ConfigChange> config_changes(const std::string& before_toml,

@@ -13,7 +13,7 @@ struct EpochMetrics {
   std::int64_t epochs = 0;
   std::int64_t segment = 1;  // the job segment that finished the epoch (run.json's segments)
   std::int64_t steps = 0;    // over all segments that trained it
-  double train_loss = 0.0;  // mean over all samples of all ranks
+  double train_loss = 0.0;   // mean over all samples of all ranks
   double train_acc = 0.0;
   bool evaluated = false;
   double test_loss = 0.0;

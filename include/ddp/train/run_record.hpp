@@ -45,6 +45,9 @@ std::optional<RunRecord> read_run_record(const std::filesystem::path& dir);
 // Atomic (temporary file, fsync, rename): a reader sees the old record or the new one.
 void write_run_record(const std::filesystem::path& dir, const RunRecord& r);
 
+// 1 to 64 of [A-Za-z0-9._-]: it names files, archive folders and a header line.
+bool is_valid_run_id(const std::string& id);
+
 // "20261124-101500-3f2a9c1d": the start time (UTC) and 32 random bits.
 std::string new_run_id();
 // "2026-11-24T10:15:00Z"

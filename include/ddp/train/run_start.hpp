@@ -6,6 +6,7 @@
 // error listing each key.
 #include <filesystem>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@ struct RunStart {
   std::filesystem::path snapshot;    // Action::resume
   std::vector<std::string> changes;  // configuration changes since the snapshot (rank 0)
   std::optional<RunRecord> record;   // the run directory's run.json, if any (rank 0)
+  // Rank 0's exclusive lock on run.dir, held while this lives: a second job in the same directory
+  // is refused instead of mixing its files into the run.
+  std::shared_ptr<void> lock;
 };
 
 // Collective over comm. Rank 0 reads run.dir (run.json, the snapshots) and decides; an error

@@ -75,7 +75,8 @@ class Trainer {
   TrainResult train_run(RunRecord* record);
   // Rank 0: run.json with the current segment (no-op elsewhere).
   void write_record(RunRecord* record);
-  // Rank 0 writes a snapshot of the current state at `position` and prunes old ones.
+  // Rank 0 writes a snapshot of the current state at `position` and prunes old ones; refuses
+  // weights that are not finite.
   void save(std::int64_t epoch, std::int64_t step_in_epoch);
   data::SamplerOptions sampler_options() const;
   // Forward + backward of one rank's share of a global batch, in cfg.train.accumulate
@@ -116,12 +117,14 @@ class Trainer {
   double blocking_wait_s_ = 0.0;  // all-reduce time without overlap (comm.overlap = false)
   // The stop flag being summed over the ranks during the next step (see train_epoch). A member:
   // the buffer of a non-blocking all-reduce must outlive it.
-  float stop_flag_ = 0.0f;
+  // [0]: a stop was asked for; [1]: the loss stopped being finite (so that every rank stops at the
+  // same step, and rank 0 can record why).
+  float stop_flags_[2] = {0.0f, 0.0f};
   comm::Request stop_request_;
   std::int64_t start_epoch_ = 0, start_step_ = 0;  // where a resumed run continues
   std::string history_;                            // metrics.jsonl lines so far
   Tensor dlogits_;
-  std::string run_id_;     // the run this trainer continues (snapshots carry it)
+  std::string run_id_;        // the run this trainer continues (snapshots carry it)
   std::int64_t segment_ = 1;  // this job segment's number in the run (metrics rows carry it)
   double run_train_s_ = 0.0;  // the run's training time before this segment (from the snapshot)
   std::chrono::steady_clock::time_point segment_t0_;
