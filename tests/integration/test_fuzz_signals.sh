@@ -109,6 +109,7 @@ for ((i = 0; i < n; i++)); do
   rand 50 && gap=$RND
   FUZZ_CASES=$((FUZZ_CASES + 1))
   # 20 epochs: the signals land in epoch 2 or 3, not after the end of the run.
+  rm -f "$WORK/sig.out"  # the previous case's first epoch line must not count
   timeout -k 5 120 "$BIN" "${common[@]}" --train.epochs 20 --run-dir "$dir" > "$WORK/sig.out" \
     2> "$WORK/sig.err" &
   job=$!
