@@ -5,7 +5,7 @@
 # once, issue #12), to one process or to one rank of two. Pass: exit 0 (the run ended first),
 # 75 (stopped, with a snapshot that --resume auto continues from), or 128+N after a second
 # SIGTERM/SIGINT; never another death by signal, never a hang. Signals are sent once the process
-# has its handlers (SigCgt in /proc): before main() runs (about 15 ms of dynamic loading) no
+# takes them (SigCgt or SigBlk in /proc): before main() runs (about 15 ms of dynamic loading) no
 # program can catch one. See lib_fuzz.sh for the seed and the scale.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_fuzz.sh"
@@ -21,12 +21,14 @@ rand() { RND=$((RANDS[R++ % ${#RANDS[@]}] % $1)); }  # RND: a seeded number in [
 ms() { awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }'; }
 export -f mpirun_local  # for `timeout bash -c`
 
-# Waits (up to 30 s) until process $1 catches SIGINT, SIGUSR1 and SIGTERM.
+# Waits (up to 30 s) until process $1 catches SIGINT, SIGUSR1 and SIGTERM (a handler, or blocked
+# in its threads and taken by a thread of its own in sigwait).
 wait_for_handlers() {
-  local i mask
+  local i caught blocked
   for ((i = 0; i < 3000; i++)); do
-    mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2> /dev/null) || return 1
-    [ -n "$mask" ] && (((16#$mask & 16#4202) == 16#4202)) && return 0
+    caught=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2> /dev/null) || return 1
+    blocked=$(awk '/^SigBlk:/ { print $2 }' "/proc/$1/status" 2> /dev/null) || return 1
+    [ -n "$caught" ] && ((((16#$caught | 16#$blocked) & 16#4202) == 16#4202)) && return 0
     sleep 0.01
   done
   return 1
