@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite (unit + integration) with CTest,
-# then builds the unit tests with AddressSanitizer + UndefinedBehaviorSanitizer and runs them.
+# then builds the unit tests and ddp_train with AddressSanitizer + UndefinedBehaviorSanitizer and
+# runs the unit tests and the integration tests that send signals (label "signals") with them.
 #   scripts/run_tests.sh            (DDP_SKIP_SANITIZE=1 skips the sanitizer pass)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,11 +17,24 @@ fi
 (cd "$here/build" && ctest --output-on-failure -j 1 --timeout 1500)
 
 if [ "${DDP_SKIP_SANITIZE:-0}" != 1 ]; then
-  echo "== unit tests under ASan + UBSan =="
+  echo "== unit tests, and the integration tests that send signals, under ASan + UBSan =="
   cmake -S "$here" -B "$here/build-asan" -DCMAKE_BUILD_TYPE=Debug -DDDP_SANITIZE=ON \
     -DDDP_BUILD_BENCH=OFF -DDDP_CUDA=OFF >/dev/null
-  cmake --build "$here/build-asan" -j "$jobs" --target ddp_unit_tests
+  cmake --build "$here/build-asan" -j "$jobs" --target ddp_unit_tests ddp_train
   # oneDNN's JIT and OpenMP runtime keep allocations for the process lifetime by design.
-  (cd "$here/build-asan" && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --output-on-failure -L unit -j "$jobs")
+  export ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1
+  (cd "$here/build-asan" && ctest --output-on-failure -L unit -j "$jobs")
+  # The stop path (signal handler, loader threads, mid-epoch snapshot, teardown) with ddp_train
+  # itself instrumented; one at a time, as they time their signals. Reports go to files, checked
+  # after: a test that expects a non-zero exit (a second signal) would not notice one.
+  reports="$here/build-asan/sanitizer-reports"
+  rm -rf "$reports" && mkdir -p "$reports"
+  (cd "$here/build-asan" && ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$reports/asan" \
+    UBSAN_OPTIONS="$UBSAN_OPTIONS:log_path=$reports/ubsan" \
+    ctest --output-on-failure -L signals -j 1 --timeout 1500)
+  if [ -n "$(ls -A "$reports")" ]; then
+    for f in "$reports"/*; do echo "== $f"; cat "$f"; done
+    echo "sanitizer reports from ddp_train (above)" >&2
+    exit 1
+  fi
 fi

@@ -13,6 +13,11 @@ namespace ddp::ckpt {
 namespace {
 
 constexpr char kMagic[] = "ddp_train snapshot\n";
+constexpr std::size_t kMagicBytes = sizeof kMagic - 1;
+// HDF5's superblock signature. Ours is always at kHeaderBytes (the user block holds our header);
+// HDF5 looks for it at 0, 512, 1024, 2048, ...
+constexpr char kHdf5Signature[] = "\x89HDF\r\n\x1a\n";
+constexpr std::size_t kSignatureBytes = sizeof kHdf5Signature - 1;
 constexpr char kFormat[] =
     "ddp_train snapshot\nformat_version %lld\nepoch %lld\nstep_in_epoch %lld\nsamples_seen "
     "%lld\nglobal_step %lld\nbytes %llu\ncrc32 %08x\n";
@@ -29,6 +34,27 @@ std::uint32_t crc32_of(std::span<const char> bytes) {
 std::string length_error(std::uint64_t actual, std::uint64_t expected) {
   return (actual < expected ? "truncated: " : "extended: ") + std::to_string(actual) +
          " bytes, its header says " + std::to_string(expected);
+}
+
+// Why a file without our exact magic is nevertheless one of ours with a damaged header, or "" for
+// a file that has no header at all. Without this, one flipped bit in the magic would switch the
+// length and checksum checks off and hand corrupt metadata to HDF5. Ours: the magic with a few
+// bytes changed, or any non-zero user block in front of HDF5 data at byte 512 (only a header
+// zeroed on purpose, see docs/snapshot_format.md, makes such a file header-less).
+std::string damaged_header(std::span<const char> file) {
+  const std::size_t n = std::min(file.size(), kMagicBytes);
+  std::size_t differing = kMagicBytes - n;
+  for (std::size_t i = 0; i < n; ++i) differing += file[i] != kMagic[i];
+  const bool near_magic = differing <= 4;
+  const bool hdf5_after_block =
+      file.size() >= kHeaderBytes + kSignatureBytes &&
+      std::memcmp(file.data() + kHeaderBytes, kHdf5Signature, kSignatureBytes) == 0 &&
+      std::any_of(file.begin(), file.begin() + kHeaderBytes, [](char c) { return c != 0; });
+  if (!near_magic && !hdf5_after_block) return "";
+  return "corrupt header: the file starts like a ddp_train snapshot but without its exact first "
+         "line 'ddp_train snapshot', so its length and checksum cannot be checked (a file edited "
+         "with another tool is read after zeroing its first 512 bytes: dd if=/dev/zero of=FILE "
+         "bs=512 count=1 conv=notrunc)";
 }
 
 }  // namespace
@@ -50,9 +76,10 @@ void stamp_header(std::span<char> image, const TrainingPosition& p, const std::s
 }
 
 std::optional<Header> parse_header(std::span<const char> file, std::string* error) {
-  const std::size_t magic_len = sizeof kMagic - 1;
-  if (file.size() < magic_len || std::memcmp(file.data(), kMagic, magic_len) != 0)
+  if (file.size() < kMagicBytes || std::memcmp(file.data(), kMagic, kMagicBytes) != 0) {
+    *error = damaged_header(file);
     return std::nullopt;
+  }
   if (file.size() < kHeaderBytes) {
     *error = "truncated inside its header";
     return std::nullopt;
@@ -88,7 +115,7 @@ std::string verify_file(std::span<const char> file, const Header& header) {
 }
 
 std::optional<Header> read_header(const std::filesystem::path& file, std::string* error) {
-  char buf[kHeaderBytes] = {};
+  char buf[kHeaderBytes + kSignatureBytes] = {};  // with HDF5's signature behind a header
   std::ifstream in(file, std::ios::binary);
   in.read(buf, sizeof buf);
   auto header =

@@ -31,9 +31,11 @@ struct Header {
 void stamp_header(std::span<char> image, const TrainingPosition& position,
                   const std::string& run_id);
 
-// The header at the start of `file` (at least its first kHeaderBytes); nullopt for files without
-// ours (other writers, or a header zeroed on purpose), which readers accept unverified. Sets
-// *error, and returns nullopt, for a header that is ours but unreadable.
+// The header at the start of `file` (at least its first kHeaderBytes + 8, to see HDF5's signature
+// behind it); nullopt for files without ours (other writers, or a header zeroed on purpose), which
+// readers parse only in a child process (see snapshot_read.cpp). Sets *error, and returns nullopt,
+// for a header that is ours but unreadable or damaged ("corrupt header: ...", e.g. a flipped bit in
+// its first line).
 std::optional<Header> parse_header(std::span<const char> file, std::string* error);
 
 // "" when the whole file matches its header; otherwise why not ("truncated: ...", "checksum

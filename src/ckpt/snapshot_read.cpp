@@ -1,6 +1,9 @@
 // read_snapshot / read_meta: everything is checked (the header's length and checksum before HDF5
 // parses anything, then the format version, every group, dataset and attribute, sizes against the
-// file size) and any problem is a DataError naming the file.
+// file size) and any problem is a DataError naming the file. A file without our header cannot be
+// verified, and HDF5 can crash or loop on corrupt metadata: such a file is parsed only in a child
+// process, which hands the parsed snapshot back (docs/snapshot_format.md).
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -8,7 +11,9 @@
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/error.hpp"
 #include "file_header.hpp"
+#include "forked_call.hpp"
 #include "h5_io.hpp"
+#include "snapshot_codec.hpp"
 #include "snapshot_layout.hpp"
 
 namespace ddp::ckpt {
@@ -21,9 +26,9 @@ DataError bad(const fs::path& file, const std::string& why) {
 }
 
 struct OpenFile {
-  h5::File file;                 // opened from a verified in-memory copy of the file
+  h5::File file;                 // opened from an in-memory copy of the file
   std::uint64_t size = 0;        // of the file: an upper bound for any dataset in it
-  std::optional<Header> header;  // nullopt: a file without our header, read unverified
+  std::optional<Header> header;  // nullopt: a file without our header (only in a child process)
 };
 
 std::vector<char> slurp(const fs::path& path) {
@@ -38,14 +43,11 @@ std::vector<char> slurp(const fs::path& path) {
   return bytes;
 }
 
-OpenFile open_file(const fs::path& path) {
-  const std::vector<char> bytes = slurp(path);
-  if (bytes.empty()) throw bad(path, "empty file");
+// HDF5 over the bytes: verified ones (header given), or any in a child process.
+OpenFile open_image(const fs::path& path, const std::vector<char>& bytes,
+                    const std::optional<Header>& header) {
   OpenFile out;
-  std::string error;
-  out.header = parse_header(bytes, &error);
-  if (out.header) error = verify_file(bytes, *out.header);
-  if (!error.empty()) throw bad(path, error);
+  out.header = header;
   out.size = bytes.size();
   const h5::PropList fapl = h5::image_file_access(bytes.data(), bytes.size());
   // The name only labels the in-memory file, but HDF5 insists that no file by that name exists;
@@ -53,8 +55,8 @@ OpenFile open_file(const fs::path& path) {
   const fs::path label = path / "in-memory";
   const hid_t id = H5Fopen(label.c_str(), H5F_ACC_RDONLY, fapl);
   if (id < 0)
-    throw bad(path, "cannot open it as HDF5 (truncated, corrupt or not an HDF5 file): " +
-                        h5::last_error());
+    throw h5::Failure("cannot open it as HDF5 (truncated, corrupt or not an HDF5 file): " +
+                      h5::last_error());
   out.file = h5::File(id);
   return out;
 }
@@ -148,31 +150,67 @@ void read_optimizer(const OpenFile& f, Snapshot& s) {
   }
 }
 
-}  // namespace
+Snapshot parse(const fs::path& path, const std::vector<char>& bytes,
+               const std::optional<Header>& header, bool meta_only) {
+  const OpenFile f = open_image(path, bytes, header);
+  Snapshot s;
+  s.source = path;
+  s.meta = read_meta_from(f);
+  if (meta_only) return s;
+  read_model(f, s);
+  read_optimizer(f, s);
+  return s;
+}
 
-SnapshotMeta read_meta(const fs::path& file) {
-  h5::QuietErrors quiet;
+// A file without our header: HDF5 parses it in a child process, whose crash (a signal), hang (past
+// a time limit) or error is this file's error; the parent only decodes the child's answer.
+Snapshot parse_in_child(const fs::path& path, const std::vector<char>& bytes, bool meta_only) {
+  const auto limit = std::chrono::seconds(30 + bytes.size() / (32u << 20));
+  std::string answer;
   try {
-    const OpenFile f = open_file(file);
-    return read_meta_from(f);
-  } catch (const h5::Failure& e) {
-    throw bad(file, e.what());
+    answer =
+        call_in_child([&] { return encode_snapshot(parse(path, bytes, {}, meta_only)); }, limit);
+  } catch (const ForkedCallFailure& e) {
+    using Kind = ForkedCallFailure::Kind;
+    if (e.kind() == Kind::kThrew) throw bad(path, e.what());
+    if (e.kind() == Kind::kNotStarted)
+      throw SystemError("snapshot '" + path.string() + "' has no ddp_train header, so it is " +
+                        "parsed in a child process, but " + e.what());
+    throw bad(path, std::string("corrupt: the child process parsing it with HDF5 ") + e.what() +
+                        " (the file has no ddp_train header, so nothing could be verified before " +
+                        "parsing it)");
+  }
+  try {
+    return decode_snapshot(answer);
+  } catch (const std::runtime_error& e) {
+    throw bad(path, std::string("internal error: the child process's answer: ") + e.what());
   }
 }
 
-Snapshot read_snapshot(const fs::path& file) {
+Snapshot read(const fs::path& path, bool meta_only) {
   h5::QuietErrors quiet;
+  const std::vector<char> bytes = slurp(path);
+  if (bytes.empty()) throw bad(path, "empty file");
+  std::string error;
+  const std::optional<Header> header = parse_header(bytes, &error);
+  if (header) error = verify_file(bytes, *header);
+  if (!error.empty()) throw bad(path, error);
+  if (!header) return parse_in_child(path, bytes, meta_only);
   try {
-    const OpenFile f = open_file(file);
-    Snapshot s;
-    s.source = file;
-    s.meta = read_meta_from(f);
-    read_model(f, s);
-    read_optimizer(f, s);
-    return s;
+    return parse(path, bytes, header, meta_only);
   } catch (const h5::Failure& e) {
-    throw bad(file, e.what());
+    throw bad(path, e.what());
   }
+}
+
+}  // namespace
+
+SnapshotMeta read_meta(const fs::path& file) {
+  return read(file, true).meta;
+}
+
+Snapshot read_snapshot(const fs::path& file) {
+  return read(file, false);
 }
 
 }  // namespace ddp::ckpt

@@ -1,0 +1,54 @@
+# Shared by the fuzz tests (test_fuzz_*.sh), sourced after lib.sh. Every case runs under `timeout`;
+# it passes when the program exits 0, or with an error on stderr that says "error" and names the
+# file or key at fault; it fails on a death by signal (exit >= 128, except the stop code 75 and what
+# the caller allows), a hang past the case's limit, or a sanitizer report.
+#   DDP_FUZZ_SEED=N    the seed (printed; the default is fixed, so CI runs the same cases)
+#   DDP_FUZZ_SCALE=F   multiplies the number of cases (e.g. 10 for a long local run)
+FUZZ_SEED=${DDP_FUZZ_SEED:-20250612}
+FUZZ_SCALE=${DDP_FUZZ_SCALE:-1}
+MUTATE="$SRC/tests/integration/fuzz_mutate.py"
+command -v python3 > /dev/null || skip "python3 not found (the mutator is a Python script)"
+echo "fuzz seed $FUZZ_SEED (reproduce with DDP_FUZZ_SEED=$FUZZ_SEED), scale $FUZZ_SCALE"
+FUZZ_CASES=0
+
+# Number of cases for a base count $1, scaled.
+scaled() { awk -v n="$1" -v s="$FUZZ_SCALE" 'BEGIN { printf "%d", (n * s < 1 ? 1 : n * s) }'; }
+
+# mutate CASE_ID KIND IN OUT: writes a mutated copy, echoes what was done.
+mutate() { python3 "$MUTATE" "$FUZZ_SEED:$1" "$2" "$3" "$4"; }
+
+# fuzz_case LABEL NEEDLE LIMIT_S [ALLOWED_RC...] -- COMMAND...
+# Runs COMMAND with a time limit and checks the outcome (see above). NEEDLE: a regular expression
+# that a failure's stderr must match (the file's name or the key). LABEL says how to reproduce.
+fuzz_case() {
+  local label=$1 needle=$2 limit=$3
+  shift 3
+  local allowed=(75)
+  while [ "$1" != -- ]; do allowed+=("$1"); shift; done
+  shift
+  FUZZ_CASES=$((FUZZ_CASES + 1))
+  local rc=0
+  timeout -k 5 "$limit" "$@" > "$WORK/case.out" 2> "$WORK/case.err" || rc=$?
+  local why=""
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    why="no answer within $limit s (a hang)"
+  elif grep -qE "ERROR: (Address|Thread|Memory|Leak)Sanitizer|runtime error: |WARNING: ThreadSanitizer" \
+      "$WORK/case.err"; then
+    why="a sanitizer report"
+  elif [ "$rc" -ge 128 ] && [[ ! " ${allowed[*]} " =~ " $rc " ]]; then
+    why="death by signal $((rc - 128)) (exit $rc)"
+  elif [ "$rc" != 0 ] && [[ ! " ${allowed[*]} " =~ " $rc " ]]; then
+    if ! grep -qi "error" "$WORK/case.err"; then
+      why="exit $rc without an error message"
+    elif ! grep -qE -- "$needle" "$WORK/case.err"; then
+      why="exit $rc with an error that does not name /$needle/"
+    fi
+  fi
+  if [ -n "$why" ]; then
+    echo "--- stderr of the failing case:" >&2
+    tail -c 3000 "$WORK/case.err" >&2
+    fail "fuzz case '$label' (DDP_FUZZ_SEED=$FUZZ_SEED): $why"
+  fi
+  FUZZ_LAST_RC=$rc
+  echo "  $label: exit $rc $(grep -i -m1 "error" "$WORK/case.err" | cut -c1-150)"
+}
