@@ -174,6 +174,7 @@ const CLI::Validator kFinite(
 int main(int argc, char** argv) {
   // Again (see ddp_install_stop_handlers_early), in case this platform skips .preinit_array.
   ddp::runtime::install_stop_handlers();
+  ddp::runtime::start_signal_thread();
   ddp::runtime::Runtime rt(&argc, &argv, startup_timeout_s());
   NullBuffer null_buf;
   std::ostream null_out(&null_buf);

@@ -89,11 +89,14 @@ std::string encode_snapshot(const Snapshot& s) {
   Writer w;
   w.put(s.source.string());
   const SnapshotMeta& m = s.meta;
+  const EpochProgress& e = m.epoch_progress;
   for (auto v : {m.position.epoch, m.position.step_in_epoch, m.position.samples_seen,
-                 m.position.global_step, m.world_size, m.loss_scale_good_steps, m.format_version})
+                 m.position.global_step, m.world_size, m.loss_scale_good_steps, m.format_version,
+                 m.global_batch, e.correct, e.samples, e.steps})
     w.put(v);
   w.put(m.seed);
-  w.put(m.loss_scale);
+  for (auto v : {m.loss_scale, m.run_train_s, e.loss_sum, e.train_s, e.comm_wait_s}) w.put(v);
+  w.put(m.run_id);
   w.put(m.config_toml);
   w.put(m.metrics_jsonl);
   w.put(m.program_version);
@@ -118,12 +121,15 @@ Snapshot decode_snapshot(std::string_view bytes) {
   Snapshot s;
   s.source = r.get_string();
   SnapshotMeta& m = s.meta;
-  for (auto* v :
-       {&m.position.epoch, &m.position.step_in_epoch, &m.position.samples_seen,
-        &m.position.global_step, &m.world_size, &m.loss_scale_good_steps, &m.format_version})
+  EpochProgress& e = m.epoch_progress;
+  for (auto* v : {&m.position.epoch, &m.position.step_in_epoch, &m.position.samples_seen,
+                  &m.position.global_step, &m.world_size, &m.loss_scale_good_steps,
+                  &m.format_version, &m.global_batch, &e.correct, &e.samples, &e.steps})
     *v = r.get<std::int64_t>();
   m.seed = r.get<std::uint64_t>();
-  m.loss_scale = r.get<double>();
+  for (auto* v : {&m.loss_scale, &m.run_train_s, &e.loss_sum, &e.train_s, &e.comm_wait_s})
+    *v = r.get<double>();
+  m.run_id = r.get_string();
   m.config_toml = r.get_string();
   m.metrics_jsonl = r.get_string();
   m.program_version = r.get_string();

@@ -114,10 +114,19 @@ std::vector<fs::path> prune(const fs::path& dir, int keep, const std::string& ru
   std::vector<fs::path> removed;
   // Without a run id nothing can be told apart safely: keep everything.
   if (keep <= 0 || run_id.empty()) return removed;
-  // This run's snapshots up to the one just written, newest first; only the headers are read.
+  // This run's snapshots up to the one just written, newest first; only the headers are read (a
+  // file without one is no run's, and is never parsed here).
   std::vector<Candidate> own;
-  for (auto& c : by_position(dir, nullptr))
-    if (c.run_id == run_id && c.position <= newest) own.push_back(std::move(c));
+  for (auto& p : files_in(dir, is_snapshot_name)) {
+    std::string error;
+    const auto h = read_header(p, &error);
+    if (h && h->run_id == run_id && h->position <= newest)
+      own.push_back({p, h->position, h->run_id});
+  }
+  std::sort(own.begin(), own.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.position != b.position) return a.position > b.position;
+    return a.path.filename() > b.path.filename();
+  });
   std::size_t kept = 0;
   for (const auto& c : own) {
     // Complete means length and checksum verified (a file that fails is not counted as kept,

@@ -1,10 +1,13 @@
 #include "ddp/runtime/signals.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
 #include <ctime>
+#include <mutex>
+#include <thread>
 
 namespace ddp::runtime {
 namespace {
@@ -37,6 +40,13 @@ extern "C" void on_stop_signal(int sig) {
 
 }  // namespace
 
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGTERM, SIGUSR1, SIGINT}) sigaddset(&set, sig);
+  return set;
+}
+
 void install_stop_handlers() {
   static_assert(std::atomic<int>::is_always_lock_free);
   static_assert(std::atomic<long long>::is_always_lock_free);
@@ -45,6 +55,26 @@ void install_stop_handlers() {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   for (int sig : {SIGTERM, SIGUSR1, SIGINT}) sigaction(sig, &sa, nullptr);
+  // No thread ever runs the handler on its own stack: oneDNN's JIT GEMM kernels point the stack
+  // pointer into a heap buffer while they run (oneDNN issue #4845, fixed in 3.11), so a signal
+  // frame pushed there overwrote heap memory ("corrupted size vs. prev_size" in free). The
+  // signals stay blocked in this thread and in every thread started after it (MPI's, OpenMP's,
+  // the loader's); start_signal_thread() takes them with sigwait, and until it runs they wait.
+  const sigset_t set = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+void start_signal_thread() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::thread([] {
+      const sigset_t set = stop_signals();
+      for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) == 0) on_stop_signal(sig);
+      }
+    }).detach();
+  });
 }
 
 bool stop_requested() {

@@ -39,6 +39,10 @@ struct SmallRun {
     m.position = {epoch, 0, epoch * 100, epoch * 10};
     m.config_toml = "[train]\nepochs = 9\n";
     m.metrics_jsonl = "{\"epoch\": 1}\n";
+    m.run_id = "run-7";
+    m.global_batch = 48;
+    m.run_train_s = 2.5;
+    m.epoch_progress = {1.25, 3, 8, 2, 0.5, 0.125};
     write_snapshot(file, model, *opt, "sgd", m);
   }
   std::unique_ptr<backend::Backend> be = backend::make_cpu_backend();
@@ -152,6 +156,15 @@ TEST(UnverifiedSnapshot, AFileWithoutHeaderAsH5pyWritesItReadsLikeTheOriginal) {
   EXPECT_EQ(b.meta.config_toml, a.meta.config_toml);
   EXPECT_EQ(b.meta.metrics_jsonl, a.meta.metrics_jsonl);
   EXPECT_EQ(b.meta.program_version, a.meta.program_version);
+  EXPECT_EQ(b.meta.run_id, "run-7");
+  EXPECT_EQ(b.meta.global_batch, 48);
+  EXPECT_EQ(b.meta.run_train_s, 2.5);
+  EXPECT_EQ(b.meta.epoch_progress.loss_sum, 1.25);
+  EXPECT_EQ(b.meta.epoch_progress.correct, 3);
+  EXPECT_EQ(b.meta.epoch_progress.samples, 8);
+  EXPECT_EQ(b.meta.epoch_progress.steps, 2);
+  EXPECT_EQ(b.meta.epoch_progress.train_s, 0.5);
+  EXPECT_EQ(b.meta.epoch_progress.comm_wait_s, 0.125);
   EXPECT_EQ(b.model, a.model);
   EXPECT_EQ(b.optimizer, a.optimizer);
   EXPECT_EQ(b.optimizer_name, a.optimizer_name);
