@@ -12,6 +12,7 @@
 #include <fstream>
 #include <set>
 
+#include "ckpt_test_util.hpp"
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/error.hpp"
@@ -49,35 +50,9 @@ struct SmallRun {
   std::unique_ptr<optim::Optimizer> opt;
 };
 
-class ScratchDir {
- public:
-  ScratchDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string(info->test_suite_name()) + "." + info->name();
-    std::replace(name.begin(), name.end(), '/', '_');  // parameterised tests: "Suite/Test/0"
-    path_ = fs::temp_directory_path() / ("ddp_ckpt_" + name + "_" + std::to_string(::getpid()));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-void spit(const fs::path& p, const std::string& bytes) {
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
-}
+using test_util::ScratchDir;
+using test_util::slurp;
+using test_util::spit;
 
 void truncate_to_half(const fs::path& p) {
   const std::string bytes = slurp(p);
@@ -237,7 +212,7 @@ TEST(Prune, NeverRemovesAnotherRunsFilesNorTheOneJustWritten) {
   ASSERT_EQ(removed.size(), 1u);
   EXPECT_EQ(removed[0].filename(), snapshot_name(1));
   EXPECT_EQ(names_in(dir.path()), (std::set<std::string>{snapshot_name(2), snapshot_name(3),
-                                                        snapshot_name(4), snapshot_name(5)}));
+                                                         snapshot_name(4), snapshot_name(5)}));
   // Files of an older program (no run id) are never this run's either.
   r.write(dir.path() / snapshot_name(7), 7, 0, "");
   EXPECT_TRUE(prune(dir.path(), 1, "new-run", at(2)).empty());

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <regex>
 
+#include "ckpt_test_util.hpp"
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/error.hpp"
@@ -84,34 +85,9 @@ SnapshotMeta meta_at(std::int64_t epoch, std::int64_t step = 0) {
   return m;
 }
 
-class ScratchDir {
- public:
-  ScratchDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string(info->test_suite_name()) + "." + info->name();
-    std::replace(name.begin(), name.end(), '/', '_');  // parameterised tests: "Suite/Test/0"
-    path_ = fs::temp_directory_path() / ("ddp_ckpt_" + name + "_" + std::to_string(::getpid()));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-void spit(const fs::path& p, const std::string& bytes) {
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
-}
+using test_util::ScratchDir;
+using test_util::slurp;
+using test_util::spit;
 
 // stdout+stderr of a shell command, or nullopt when the tool is not installed.
 std::optional<std::string> run_tool(const std::string& tool, const std::string& args) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "ckpt_test_util.hpp"
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/error.hpp"
@@ -50,33 +51,9 @@ struct SmallRun {
   std::unique_ptr<optim::Optimizer> opt;
 };
 
-class ScratchDir {
- public:
-  ScratchDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() / ("ddp_ckpt_" + std::string(info->test_suite_name()) + "." +
-                                         info->name() + "_" + std::to_string(::getpid()));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-void spit(const fs::path& p, const std::string& bytes) {
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
-}
+using test_util::ScratchDir;
+using test_util::slurp;
+using test_util::spit;
 
 // The message of the DataError that reading `file` throws, or "" (with a test failure) when it
 // does not throw one.
