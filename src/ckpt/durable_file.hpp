@@ -18,7 +18,8 @@ int fsync_path(const std::filesystem::path& p);
 // system) and unique per writer process.
 std::filesystem::path temp_path_for(const std::filesystem::path& file);
 
-// True for names temp_path_for produces for snapshot files and the run directory's other files, "*.tmp.<pid>" in *pid.
+// True for names temp_path_for produces for snapshot files and the run directory's other files,
+// "*.tmp.<pid>" in *pid.
 bool is_temp_name(const std::string& name, long* pid);
 
 std::string errno_text(int err);

@@ -121,8 +121,7 @@ std::optional<std::filesystem::path> find_latest(
 // or an older program's files) and whose length and checksum verify (a corrupt file is left for
 // a human to look at). Returns the files removed.
 std::vector<std::filesystem::path> prune(const std::filesystem::path& dir, int keep,
-                                         const std::string& run_id,
-                                         const TrainingPosition& newest);
+                                         const std::string& run_id, const TrainingPosition& newest);
 
 // Writes `bytes` to `file` atomically (temporary file, fsync, rename, fsync of the directory), as
 // snapshots are: a reader sees the old content or the new, never a mix. Throws SystemError naming

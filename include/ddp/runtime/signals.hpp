@@ -3,7 +3,8 @@
 // limit or preemption. The first such signal only sets a flag; the training loop sees it at the
 // next step boundary, all ranks agree, a mid-epoch snapshot is written and the process exits with
 // kExitStopped so a requeued job resumes. A second SIGINT/SIGTERM exits at once, unless it comes
-// within a second of the first (Slurm's step daemon and srun both deliver one stop: the same request).
+// within a second of the first (Slurm's step daemon and srun both deliver one stop: the same
+// request).
 namespace ddp::runtime {
 
 // Exit code of a run stopped by a signal after writing its snapshot (EX_TEMPFAIL: "try again").
