@@ -2,6 +2,7 @@
 // Counter-based random numbers: every draw is a pure function of (seed, stream, counter), so
 // results never depend on thread timing, batch composition or world size (see ARCHITECTURE.md,
 // Determinism).
+#include <cmath>
 #include <cstdint>
 
 namespace ddp {
@@ -38,6 +39,13 @@ class CounterRng {
   constexpr float next_float() { return static_cast<float>(next_u64() >> 40) * 0x1.0p-24f; }
   // Uniform in [0, 1) with 53 random bits.
   constexpr double next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+  // Standard normal (Box-Muller; one draw per call, the second value is discarded so that every
+  // value depends only on the counter).
+  double next_normal() {
+    const double u1 = 1.0 - next_double();  // (0, 1]: log stays finite
+    const double u2 = next_double();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
   // Uniform integer in [0, n), n > 0 (Lemire's multiply-shift; bias < 2^-32 for our n).
   constexpr std::uint64_t next_below(std::uint64_t n) {
     __extension__ using u128 =

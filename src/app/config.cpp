@@ -76,6 +76,8 @@ std::string type_hint(ValueType t) {
       return " (true/false, yes/no, 1/0)";
     case ValueType::kFloatList:
       return " (e.g. 0.5 or 0.5,0.5,0.5)";
+    case ValueType::kIntPair:
+      return " (e.g. 3 or 3,1)";
     default:
       return "";
   }

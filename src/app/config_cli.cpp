@@ -21,6 +21,10 @@ std::string type_label(ValueType t) {
       return "TEXT";
     case ValueType::kFloatList:
       return "FLOATS";
+    case ValueType::kIntPair:
+      return "INT|H,W";
+    case ValueType::kStringList:
+      return "NAMES";
   }
   return "VALUE";
 }

@@ -3,24 +3,31 @@
 
 #include "ddp/app/config_detail.hpp"
 #include "ddp/error.hpp"
+#include "ddp/nn/layer_registry.hpp"
 
 namespace ddp::app::detail {
 namespace {
 
-// Default names count layers per family, so maxpool and avgpool share "pool".
+// Default names count layers per family (the registry's), so maxpool and avgpool share "pool".
 std::string_view family(std::string_view type) {
-  if (type == "conv2d") return "conv";
-  if (type == "linear") return "fc";
-  if (type == "batchnorm") return "bn";
-  if (type == "maxpool" || type == "avgpool") return "pool";
-  if (type == "dropout") return "drop";
-  return type;  // relu, flatten
+  const nn::LayerType* t = nn::find_layer_type(type);
+  return t ? t->family : type;
 }
 
 std::vector<std::string> names_of(const std::vector<LayerKey>& keys) {
   std::vector<std::string> out;
   for (const auto& k : keys) out.emplace_back(k.name);
   return out;
+}
+
+// "; conv2d takes: out_channels, kernel, ..." (or that it takes none besides input/inputs).
+std::string keys_of_type(std::string_view type) {
+  const nn::LayerType* t = nn::find_layer_type(type);
+  if (!t) return "";
+  std::string keys;
+  for (auto k : t->keys) keys += (keys.empty() ? "" : ", ") + std::string(k);
+  return "; " + std::string(type) + " takes " +
+         (keys.empty() ? "no keys besides name and input(s)" : keys);
 }
 
 std::string types_text() {
@@ -37,6 +44,7 @@ class LayerReader {
 
   nn::LayerSpec read(std::map<std::string, std::size_t, std::less<>>& family_counts) {
     spec_.line = static_cast<int>(table_.source().begin.line);
+    spec_.file = file_;
     // The type comes first: every other key is checked against it.
     const toml::node* type = table_.get("type");
     if (!type) {
@@ -48,6 +56,10 @@ class LayerReader {
                  std::to_string(++family_counts[std::string(family(spec_.type))]);
     if (const toml::node* name = table_.get("name")) read_key(*find_layer_key("name"), *name);
 
+    if (table_.contains("input") && table_.contains("inputs")) {
+      throw ConfigError(at(line_of("inputs")) + ": " + label() +
+                        ": give either input (one layer) or inputs (a list), not both");
+    }
     for (auto&& [key, node] : table_) {
       if (key.str() == "type" || key.str() == "name") continue;
       const int line = static_cast<int>(key.source().begin.line);
@@ -58,7 +70,7 @@ class LayerReader {
       }
       if (!lk->applies(spec_.type)) {
         throw ConfigError(at(line) + ": " + label() + ": key '" + std::string(key.str()) +
-                          "' does not apply to " + spec_.type);
+                          "' does not apply to " + spec_.type + keys_of_type(spec_.type));
       }
       read_key(*lk, node);
     }
@@ -70,10 +82,12 @@ class LayerReader {
       }
     }
     // PyTorch's rule: a pooling window must overlap the image by at least half.
-    if ((spec_.type == "maxpool" || spec_.type == "avgpool") && 2 * spec_.padding > spec_.kernel) {
-      throw ConfigError(
-          at(line_of("padding")) + ": " + label() + ": padding = " + std::to_string(spec_.padding) +
-          ": must be at most kernel / 2 (kernel = " + std::to_string(spec_.kernel) + ")");
+    if ((spec_.type == "maxpool" || spec_.type == "avgpool") &&
+        (2 * spec_.padding.h > spec_.kernel.h || 2 * spec_.padding.w > spec_.kernel.w)) {
+      throw ConfigError(at(line_of("padding")) + ": " + label() +
+                        ": padding = " + format_value(IntPair{spec_.padding.h, spec_.padding.w}) +
+                        ": must be at most kernel / 2 (kernel = " +
+                        format_value(IntPair{spec_.kernel.h, spec_.kernel.w}) + ")");
     }
     return spec_;
   }

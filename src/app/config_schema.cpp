@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "ddp/app/config_detail.hpp"
+#include "ddp/nn/layer_registry.hpp"
 
 // The tables below use designated initializers and leave the fields a key does not need at their
 // defaults; GCC < 14 warns about every such omission (GCC bug 96868), so silence it in this file.
@@ -60,6 +61,10 @@ ValueType type_of(const Variant& field) {
           return ValueType::kFloat;
         else if constexpr (std::is_same_v<T, std::string>)
           return ValueType::kString;
+        else if constexpr (std::is_same_v<T, nn::Extent2>)
+          return ValueType::kIntPair;
+        else if constexpr (std::is_same_v<T, std::vector<std::string>>)
+          return ValueType::kStringList;
         else
           return ValueType::kFloatList;
       },
@@ -77,6 +82,8 @@ Value read(const Variant& field) {
           return static_cast<std::int64_t>(*p);
         else if constexpr (std::is_floating_point_v<T>)
           return static_cast<double>(*p);
+        else if constexpr (std::is_same_v<T, nn::Extent2>)
+          return IntPair{p->h, p->w};
         else
           return *p;
       },
@@ -94,6 +101,8 @@ void write(const Variant& field, const Value& v) {
           *p = static_cast<T>(std::get<std::int64_t>(v));
         else if constexpr (std::is_floating_point_v<T>)
           *p = static_cast<T>(std::get<double>(v));
+        else if constexpr (std::is_same_v<T, nn::Extent2>)
+          *p = nn::Extent2(std::get<IntPair>(v)[0], std::get<IntPair>(v)[1]);
         else
           *p = std::get<T>(v);
       },
@@ -139,6 +148,25 @@ std::optional<std::string> check_scalar(const Value& v, const Range& range,
     return std::nullopt;
   }
   if (const auto* s = std::get_if<std::string>(&v)) return check_choice(*s, choices);
+  if (const auto* pair = std::get_if<IntPair>(&v)) {
+    for (auto x : *pair)
+      if (auto e = check_number(static_cast<double>(x), range, "each value ")) return e;
+  }
+  return std::nullopt;
+}
+
+// Names a layer can be given (and referred to by): they become HDF5 paths in snapshots.
+std::optional<std::string> check_identifier(const std::string& s) {
+  const bool ok = !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+  });
+  if (!ok) return std::string("must be non-empty and use only letters, digits, '_', '-' and '.'");
+  // It is also an HDF5 group name, where "." means the current group: refused here rather than
+  // at the first snapshot, after an epoch of training. Dots alone ("..") are refused with it.
+  if (std::all_of(s.begin(), s.end(), [](char ch) { return ch == '.'; }))
+    return std::string(
+        "must not consist of dots only: the name is an HDF5 group in snapshots, "
+        "where '.' means the current group");
   return std::nullopt;
 }
 
@@ -359,35 +387,55 @@ void ConfigKey::set(Config& c, const Value& v) const {
 // ---- [[model.layers]] keys ----
 
 const std::vector<std::string_view>& layer_types() {
-  static const std::vector<std::string_view> types = {"conv2d", "relu",    "maxpool", "avgpool",
-                                                      "linear", "flatten", "dropout", "batchnorm"};
+  static const std::vector<std::string_view> types = [] {
+    std::vector<std::string_view> out;
+    for (const auto& t : nn::layer_registry()) out.push_back(t.type);
+    return out;
+  }();
   return types;
 }
 
 const std::vector<LayerKey>& layer_keys() {
   static const std::vector<LayerKey> keys = {
-      {DDP_LAYER_KEY(type), .help = "layer type", .choices = layer_types()},
+      {DDP_LAYER_KEY(type), .help = "layer type", .choices = layer_types(), .every_type = true},
       {DDP_LAYER_KEY(name),
        .help = "unique name (default: conv1, relu1, pool1, fc1, bn1, drop1, flatten1, ...)",
-       .identifier = true},
-      {DDP_LAYER_KEY(out_channels), .help = "output channels", .range = at_least(1),
-       .applies_to = {"conv2d"}, .required_for = {"conv2d"}},
-      {DDP_LAYER_KEY(out_features), .help = "output features", .range = at_least(1),
-       .applies_to = {"linear"}, .required_for = {"linear"}},
-      {DDP_LAYER_KEY(kernel), .help = "square window size", .range = at_least(1),
-       .applies_to = {"conv2d", "maxpool", "avgpool"},
-       .required_for = {"conv2d", "maxpool", "avgpool"}},
-      {DDP_LAYER_KEY(stride), .help = "step of the window (0 = 1 for conv2d, = kernel for pools)",
-       .range = at_least(0), .applies_to = {"conv2d", "maxpool", "avgpool"}},
-      {DDP_LAYER_KEY(padding), .help = "zero padding on each side (pools: at most kernel / 2)",
-       .range = at_least(0), .applies_to = {"conv2d", "maxpool", "avgpool"}},
-      {DDP_LAYER_KEY(bias), .help = "learn an additive bias", .applies_to = {"conv2d", "linear"}},
-      {DDP_LAYER_KEY(p), .help = "drop probability", .range = unit_open(),
-       .applies_to = {"dropout"}},
+       .every_type = true, .identifier = true},
+      {.name = "input",
+       .field = [](nn::LayerSpec& s) -> LayerField { return &s.inputs; },
+       .help = "the layer whose output this one reads (default: the layer above)",
+       .every_type = true,
+       .identifier = true,
+       .alias = true,
+       .max_items = 1},
+      {DDP_LAYER_KEY(inputs),
+       .help = "the layers whose outputs this one reads, e.g. [\"conv2\", \"pool1\"] (add, "
+               "concat); only layers above may be named",
+       .every_type = true, .identifier = true},
+      {DDP_LAYER_KEY(out_channels), .help = "output channels", .range = at_least(1)},
+      {DDP_LAYER_KEY(out_features), .help = "output features", .range = at_least(1)},
+      {DDP_LAYER_KEY(kernel), .help = "window size: an integer or [height, width]",
+       .range = at_least(1)},
+      {DDP_LAYER_KEY(stride),
+       .help = "step of the window, integer or [h, w] (0 = 1 for conv2d, = kernel for pools)",
+       .range = at_least(0)},
+      {DDP_LAYER_KEY(padding),
+       .help = "zero padding on each side, integer or [h, w] (pools: at most kernel / 2)",
+       .range = at_least(0)},
+      {DDP_LAYER_KEY(dilation), .help = "spacing of the kernel taps, integer or [h, w]",
+       .range = at_least(1)},
+      {DDP_LAYER_KEY(groups),
+       .help = "channel groups (in and out channels divisible by it; depthwise: = channels)",
+       .range = at_least(1)},
+      {DDP_LAYER_KEY(bias), .help = "learn an additive bias"},
+      {DDP_LAYER_KEY(init),
+       .help = "initialisation: \"\" (PyTorch's default), kaiming_normal (fan-out, bias 0), "
+               "normal (std 0.01, bias 0), zeros (batchnorm weight 0)",
+       .choices = {"", "kaiming_normal", "normal", "zeros"}},
+      {DDP_LAYER_KEY(p), .help = "drop probability", .range = unit_open()},
       {DDP_LAYER_KEY(momentum), .help = "running-statistics momentum (PyTorch convention)",
-       .range = {.lo = 0.0, .hi = 1.0, .lo_open = true}, .applies_to = {"batchnorm"}},
-      {DDP_LAYER_KEY(eps), .help = "variance epsilon", .range = above(0.0),
-       .applies_to = {"batchnorm"}},
+       .range = {.lo = 0.0, .hi = 1.0, .lo_open = true}},
+      {DDP_LAYER_KEY(eps), .help = "variance epsilon", .range = above(0.0)},
   };
   return keys;
 }
@@ -404,27 +452,25 @@ ValueType LayerKey::type() const {
 }
 
 bool LayerKey::applies(std::string_view layer_type) const {
-  return applies_to.empty() ||
-         std::find(applies_to.begin(), applies_to.end(), layer_type) != applies_to.end();
+  if (every_type) return true;
+  const nn::LayerType* t = nn::find_layer_type(layer_type);
+  return t && std::find(t->keys.begin(), t->keys.end(), name) != t->keys.end();
 }
 
 bool LayerKey::required(std::string_view layer_type) const {
-  return std::find(required_for.begin(), required_for.end(), layer_type) != required_for.end();
+  const nn::LayerType* t = nn::find_layer_type(layer_type);
+  return t && std::find(t->required.begin(), t->required.end(), name) != t->required.end();
 }
 
 std::optional<std::string> LayerKey::check(const Value& v) const {
   if (const auto* s = std::get_if<std::string>(&v); s && identifier) {
-    const bool ok = !s->empty() && std::all_of(s->begin(), s->end(), [](char ch) {
-      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
-    });
-    // The name becomes part of snapshot dataset paths, so keep it to a portable alphabet.
-    if (!ok) return std::string("must be non-empty and use only letters, digits, '_', '-' and '.'");
-    // It is also an HDF5 group name, where "." means the current group: refused here rather than
-    // at the first snapshot, after an epoch of training. Dots alone ("..") are refused with it.
-    if (std::all_of(s->begin(), s->end(), [](char ch) { return ch == '.'; }))
-      return std::string(
-          "must not consist of dots only: the name is an HDF5 group in snapshots, "
-          "where '.' means the current group");
+    if (auto e = check_identifier(*s)) return e;
+  }
+  if (const auto* list = std::get_if<std::vector<std::string>>(&v)) {
+    if (max_items > 0 && list->size() > max_items)
+      return "takes " + std::to_string(max_items) + " name; use inputs = [...] for several";
+    for (const auto& item : *list)
+      if (auto e = check_identifier(item)) return "'" + item + "' " + *e;
   }
   return check_scalar(v, range, choices, type() == ValueType::kFloat);
 }

@@ -46,6 +46,19 @@ void insert(toml::table& table, std::string_view key, const Value& v, FloatTrack
     table.insert(key, *b);
   } else if (const auto* s = std::get_if<std::string>(&v)) {
     table.insert(key, *s);
+  } else if (const auto* p = std::get_if<IntPair>(&v)) {
+    if ((*p)[0] == (*p)[1]) {
+      table.insert(key, (*p)[0]);
+    } else {
+      toml::array pair;
+      pair.push_back((*p)[0]);
+      pair.push_back((*p)[1]);
+      table.insert(key, std::move(pair));
+    }
+  } else if (const auto* names = std::get_if<std::vector<std::string>>(&v)) {
+    toml::array list;
+    for (const auto& n : *names) list.push_back(n);
+    table.insert(key, std::move(list));
   } else {
     toml::array list;
     for (double x : std::get<std::vector<double>>(v)) list.push_back(track(x));
@@ -67,8 +80,10 @@ std::string to_toml(const Config& cfg) {
   for (const auto& spec : cfg.model.layers) {
     toml::table layer;
     for (const auto& key : layer_keys()) {
-      if (!key.applies(spec.type)) continue;
+      if (!key.applies(spec.type) || key.alias) continue;
       Value v = key.get(spec);
+      if (auto* names = std::get_if<std::vector<std::string>>(&v); names && names->empty())
+        continue;  // the layer above
       if (auto* d = std::get_if<double>(&v)) *d = widen(static_cast<float>(*d));
       insert(layer, key.name, v, track);
     }

@@ -64,6 +64,10 @@ std::string_view type_noun(ValueType t) {
       return "a string";
     case ValueType::kFloatList:
       return "a list of floats";
+    case ValueType::kIntPair:
+      return "an integer or [height, width]";
+    case ValueType::kStringList:
+      return "a layer name or a list of layer names";
   }
   return "a value";
 }
@@ -79,6 +83,15 @@ std::string format_value(const Value& v) {
   if (const auto* d = std::get_if<double>(&v)) return format_float(*d);
   if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
   if (const auto* s = std::get_if<std::string>(&v)) return s->empty() ? "\"\"" : *s;
+  if (const auto* p = std::get_if<IntPair>(&v)) {
+    if ((*p)[0] == (*p)[1]) return std::to_string((*p)[0]);
+    return "[" + std::to_string((*p)[0]) + ", " + std::to_string((*p)[1]) + "]";
+  }
+  if (const auto* names = std::get_if<std::vector<std::string>>(&v)) {
+    std::string out;
+    for (const auto& n : *names) out += (out.empty() ? "" : ",") + n;
+    return out;
+  }
   std::string out;
   for (double x : std::get<std::vector<double>>(v)) {
     if (!out.empty()) out += ',';
@@ -125,6 +138,30 @@ std::optional<Value> parse_text(ValueType t, std::string_view text) {
       }
       return Value{std::move(out)};
     }
+    case ValueType::kIntPair: {
+      auto list = parse_text(ValueType::kFloatList, text);
+      if (!list) return std::nullopt;
+      const auto& xs = std::get<std::vector<double>>(*list);
+      if (xs.size() != 1 && xs.size() != 2) return std::nullopt;
+      IntPair out{};
+      for (std::size_t i = 0; i < 2; ++i) {
+        const double x = xs[xs.size() == 1 ? 0 : i];
+        if (x != static_cast<double>(static_cast<std::int64_t>(x))) return std::nullopt;
+        out[i] = static_cast<std::int64_t>(x);
+      }
+      return Value{out};
+    }
+    case ValueType::kStringList: {
+      std::vector<std::string> out;
+      std::string_view s = trim(text);
+      while (!s.empty()) {
+        const auto comma = s.find(',');
+        out.emplace_back(trim(s.substr(0, comma)));
+        if (comma == std::string_view::npos) break;
+        s.remove_prefix(comma + 1);
+      }
+      return Value{std::move(out)};
+    }
   }
   return std::nullopt;
 }
@@ -152,6 +189,30 @@ std::optional<Value> from_node(ValueType t, const toml::node& node) {
         auto d = node_number(e);
         if (!d) return std::nullopt;
         out.push_back(*d);
+      }
+      return Value{std::move(out)};
+    }
+    case ValueType::kIntPair: {
+      if (const auto* i = node.as_integer()) return Value{IntPair{i->get(), i->get()}};
+      const auto* arr = node.as_array();
+      if (!arr || arr->size() != 2) return std::nullopt;
+      IntPair out{};
+      for (std::size_t k = 0; k < 2; ++k) {
+        const auto* i = arr->get(k)->as_integer();
+        if (!i) return std::nullopt;
+        out[k] = i->get();
+      }
+      return Value{out};
+    }
+    case ValueType::kStringList: {
+      if (const auto* str = node.as_string()) return Value{std::vector<std::string>{str->get()}};
+      const auto* arr = node.as_array();
+      if (!arr) return std::nullopt;
+      std::vector<std::string> out;
+      for (const auto& e : *arr) {
+        const auto* str = e.as_string();
+        if (!str) return std::nullopt;
+        out.push_back(str->get());
       }
       return Value{std::move(out)};
     }

@@ -193,6 +193,8 @@ int main(int argc, char** argv) {
   ddp::app::Overrides overrides;
   ddp::app::add_config_options(app, overrides);
 
+  app.footer("\n" + ddp::app::layers_help());
+  auto* layers = app.add_subcommand("layers", "list every layer type with its keys");
   auto* inspect = app.add_subcommand("inspect", "print what a snapshot holds");
   std::string inspect_file;
   inspect->add_option("snapshot", inspect_file, "snapshot file (.h5)")->required();
@@ -232,6 +234,10 @@ int main(int argc, char** argv) {
   try {
     if (!app.remaining().empty())
       throw ddp::ConfigError(ddp::app::unexpected_arguments(app.remaining(), app));
+    if (*layers) {
+      out << ddp::app::layers_help();
+      return 0;
+    }
     if (*inspect) {
       out << ddp::ckpt::inspect(inspect_file);
       return 0;

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "ddp/error.hpp"
+#include "ddp/nn/graph.hpp"
 #include "ddp/nn/layer_factory.hpp"
 
 namespace ddp::nn {
@@ -41,21 +42,18 @@ MemoryEstimate estimate_memory(const std::vector<LayerSpec>& specs, const Shape&
   if (specs.empty()) throw ConfigError("model: no layers");
   MemoryEstimate est;
   std::vector<std::unique_ptr<Layer>> layers;
-  Shape shape = input;
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    layers.push_back(make_layer(specs[i], be));
-    Layer& layer = *layers.back();
-    shape = layer.infer(shape);
+  for (const auto& spec : specs) layers.push_back(make_layer(spec, be));
+  const GraphPlan plan = plan_graph(layers, input);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const Layer& layer = *layers[i];
     LayerFootprint f;
     f.params = floats(layer.param_specs());
     f.buffers = floats(layer.buffer_specs());
-    // Model::reserve: a view owns nothing; an in-place layer shares the buffers of the one below
-    // (Model::runs_in_place); every other layer holds its output and the output's gradient.
-    const bool in_place = i > 0 && layer.can_run_in_place() && !layers[i - 1]->is_view() &&
-                          !layers[i - 1]->backward_reads_output();
-    if (!layer.is_view() && !in_place) {
+    // GraphExecutor::reserve: a view or an in-place layer owns nothing; every other layer holds its
+    // output, and its output's gradient at most (gradient buffers are shared by liveness).
+    if (plan.owns_storage(i)) {
       double per_sample = 1;
-      for (const auto d : shape.dims()) per_sample *= static_cast<double>(d);
+      for (const auto d : plan.out_shapes[i].dims()) per_sample *= static_cast<double>(d);
       f.activations = 2 * per_sample;
     }
     est.layers.push_back(f);

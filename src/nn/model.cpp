@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "ddp/error.hpp"
+#include "ddp/nn/graph.hpp"
 #include "ddp/nn/layer_factory.hpp"
 #include "ddp/rng.hpp"
 
@@ -34,21 +35,22 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input, std::int64
              backend::Backend& be)
     : be_(be), input_(input), num_classes_(num_classes) {
   if (specs.empty()) throw ConfigError("model: no layers");
-  Shape shape = input;
+  for (const auto& spec : specs) layers_.push_back(make_layer(spec, be));
+  GraphPlan plan = plan_graph(layers_, input);
   std::vector<std::size_t> param_owner, buffer_owner;
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    layers_.push_back(make_layer(specs[i], be));
-    shape = layers_.back()->infer(shape);
-    out_shapes_.push_back(shape);
-    for (auto& p : layers_.back()->param_specs()) {
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    for (auto& p : layers_[i]->param_specs()) {
       param_specs_.push_back(p);
       param_owner.push_back(i);
     }
-    for (auto& b : layers_.back()->buffer_specs()) {
+    for (auto& b : layers_[i]->buffer_specs()) {
       buffer_specs_.push_back(b);
       buffer_owner.push_back(i);
     }
   }
+  const Shape shape = plan.out_shapes.back();
+  out_shapes_ = plan.out_shapes;
+  graph_ = std::make_unique<GraphExecutor>(layers_, std::move(plan), be_);
   if (shape != Shape{num_classes}) {
     const auto& last = *layers_.back();
     throw ConfigError("model: the last layer '" + last.name() + "' produces " + shape.str() +
@@ -117,16 +119,31 @@ void Model::init_parameters(std::uint64_t seed) {
       float* d = named[j].tensor.data();
       const std::int64_t n = named[j].tensor.numel();
       const auto& s = specs[j];
-      if (s.init == Init::uniform_fan_in) {
-        // PyTorch: kaiming_uniform_(a=sqrt(5)) gives bound gain*sqrt(3/fan_in) = 1/sqrt(fan_in);
-        // the bias uses the same bound.
-        const double bound = 1.0 / std::sqrt(static_cast<double>(s.fan_in));
-        CounterRng rng(hash_words(seed, static_cast<std::uint64_t>(RngStream::init), salt, j));
-        for (std::int64_t i = 0; i < n; ++i)
-          d[i] = static_cast<float>((2.0 * rng.next_double() - 1.0) * bound);
-      } else {
-        const float v = s.init == Init::ones ? 1.0f : 0.0f;
-        for (std::int64_t i = 0; i < n; ++i) d[i] = v;
+      CounterRng rng(hash_words(seed, static_cast<std::uint64_t>(RngStream::init), salt, j));
+      switch (s.init) {
+        case Init::uniform_fan_in: {
+          // PyTorch: kaiming_uniform_(a=sqrt(5)) gives bound gain*sqrt(3/fan_in) = 1/sqrt(fan_in);
+          // the bias uses the same bound.
+          const double bound = 1.0 / std::sqrt(static_cast<double>(s.fan_in));
+          for (std::int64_t i = 0; i < n; ++i)
+            d[i] = static_cast<float>((2.0 * rng.next_double() - 1.0) * bound);
+          break;
+        }
+        case Init::kaiming_normal_fan_out:
+        case Init::normal_001: {
+          // kaiming_normal_(mode="fan_out", nonlinearity="relu"): std = sqrt(2 / fan_out).
+          const double stddev =
+              s.init == Init::normal_001 ? 0.01 : std::sqrt(2.0 / static_cast<double>(s.fan_out));
+          for (std::int64_t i = 0; i < n; ++i)
+            d[i] = static_cast<float>(stddev * rng.next_normal());
+          break;
+        }
+        case Init::ones:
+        case Init::zeros: {
+          const float v = s.init == Init::ones ? 1.0f : 0.0f;
+          for (std::int64_t i = 0; i < n; ++i) d[i] = v;
+          break;
+        }
       }
     }
   };
@@ -145,33 +162,18 @@ void Model::push_state() {
   buffers_.push();
 }
 
+Model::~Model() = default;
+
 void Model::reserve(std::int64_t max_batch) {
-  if (max_batch <= max_batch_) return;
-  max_batch_ = max_batch;
-  acts_.clear();
-  dacts_.clear();
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    const Shape s = out_shapes_[i].with_batch(max_batch);
-    if (layers_[i]->is_view()) {
-      // Reinterpret the previous layer's buffers (set per call in forward/backward).
-      acts_.emplace_back();
-      dacts_.emplace_back();
-    } else if (runs_in_place(i)) {
-      acts_.push_back(acts_[i - 1]);
-      dacts_.push_back(dacts_[i - 1]);
-    } else {
-      acts_.push_back(be_.alloc(s));
-      dacts_.push_back(be_.alloc(s));
-    }
-  }
-  views_act_.assign(layers_.size(), Tensor());
+  graph_->reserve(max_batch);
 }
 
 bool Model::runs_in_place(std::size_t i) const {
-  // The layer below must own buffers (not a view, whose buffers belong to a layer further down)
-  // and not need its output in backward; the model input is the caller's and is never written.
-  return i > 0 && layers_[i]->can_run_in_place() && !layers_[i - 1]->is_view() &&
-         !layers_[i - 1]->backward_reads_output();
+  return graph_->plan().runs_in_place(i, *layers_[i]);
+}
+
+const std::vector<int>& Model::layer_inputs(std::size_t i) const {
+  return graph_->plan().inputs.at(i);
 }
 
 const Tensor& Model::forward(const Tensor& x, const StepContext& ctx) {
@@ -179,49 +181,15 @@ const Tensor& Model::forward(const Tensor& x, const StepContext& ctx) {
   if (x.shape() != input_.with_batch(n))
     throw Error("internal: model input " + x.shape().str() + " does not match " +
                 input_.with_batch(n).str());
-  reserve(n);
-  input_view_ = x;
-  last_n_ = n;
-  last_mode_ = ctx.mode;
-  const Tensor* prev = &input_view_;
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    const Shape s = out_shapes_[i].with_batch(n);
-    if (layers_[i]->is_view()) {
-      views_act_[i] = prev->reshaped(s);
-    } else {
-      views_act_[i] = acts_[i].first(n).reshaped(s);
-      layers_[i]->forward(*prev, views_act_[i], ctx);
-    }
-    prev = &views_act_[i];
-  }
-  return views_act_.back();
+  return graph_->forward(x, ctx);
 }
 
 void Model::backward(const Tensor& dlogits, const std::function<void(std::size_t)>& on_layer_done) {
-  const std::int64_t n = last_n_;
-  if (last_mode_ != Mode::train) throw Error("internal: backward after an evaluation forward");
-  if (dlogits.shape() != out_shapes_.back().with_batch(n))
+  if (dlogits.shape() != Shape{num_classes_}.with_batch(dlogits.shape()[0]))
     throw Error("internal: dlogits shape " + dlogits.shape().str());
-  Tensor dy = dlogits;
-  for (std::size_t i = layers_.size(); i-- > 0;) {
-    const Tensor& x = i == 0 ? input_view_ : views_act_[i - 1];
-    if (layers_[i]->is_view()) {
-      // Empty below the lowest layer that computes: no input gradient is needed there.
-      if (!dy.empty()) dy = dy.reshaped(x.shape());
-    } else {
-      // Gradient w.r.t. this layer's input lives in the buffer of the nearest non-view layer
-      // below; none is needed when only the model input (or a view of it) lies below.
-      Tensor dx;
-      if (i > 0) {
-        std::size_t below = i - 1;
-        while (below > 0 && layers_[below]->is_view()) --below;
-        if (!layers_[below]->is_view()) dx = dacts_[below].first(n).reshaped(x.shape());
-      }
-      layers_[i]->backward(x, views_act_[i], dy, dx.empty() ? nullptr : &dx);
-      dy = dx;
-    }
+  graph_->backward(dlogits, [&](std::size_t i) {
     if (on_layer_done && grad_ranges_[i].second > 0) on_layer_done(i);
-  }
+  });
 }
 
 std::uint64_t Model::digest() const {

@@ -152,6 +152,10 @@ class SeparateMemoryBackend final : public Backend {
   void fill(std::int64_t c, float v, float* y) override { cpu_->fill(c, v, y); }
   void copy(std::int64_t c, const float* x, float* y) override { cpu_->copy(c, x, y); }
   void add(std::int64_t c, const float* x, float* y) override { cpu_->add(c, x, y); }
+  void copy_rows(std::int64_t r, std::int64_t c, const float* x, std::int64_t xp, float* y,
+                 std::int64_t yp) override {
+    cpu_->copy_rows(r, c, x, xp, y, yp);
+  }
   bool unscale_check(std::int64_t c, float* g, float s) override {
     return cpu_->unscale_check(c, g, s);
   }

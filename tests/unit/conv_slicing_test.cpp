@@ -60,7 +60,8 @@ void check_batch(const ConvCase& cc, std::int64_t n) {
   spec.out_channels = cc.out_c;
   spec.kernel = cc.kernel;
   spec.padding = cc.pad;
-  auto layer = make_layer(spec, *be);
+  auto owned = make_layer(spec, *be);
+  auto* layer = &dynamic_cast<UnaryLayer&>(*owned);
   const Shape in{cc.in_c, cc.size, cc.size};
   const Shape out = layer->infer(in);
   const auto specs = layer->param_specs();

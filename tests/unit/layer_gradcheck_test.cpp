@@ -26,7 +26,7 @@ struct Harness {
   Harness(LayerSpec spec, Shape in_shape, std::int64_t batch) : in(std::move(in_shape)), n(batch) {
     if (spec.name.empty()) spec.name = spec.type + "_under_test";
     layer = make_layer(spec, *be);
-    out = layer->infer(in);
+    out = layer->infer(std::span<const Shape>(&in, 1));
     std::vector<Tensor> p, g, b;
     std::uint64_t seed = 100;
     for (const auto& s : layer->param_specs()) {
@@ -60,8 +60,8 @@ struct Harness {
     StepContext ctx{mode, 7, ids.data()};
     // Batch norm updates running stats in training mode; keep them fixed across evaluations.
     auto saved = buffers;
-    layer->forward(Tensor::view(x.data(), in.with_batch(n)),
-                   Tensor::view(y.data(), out.with_batch(n)), ctx);
+    const Tensor xt = Tensor::view(x.data(), in.with_batch(n));
+    layer->forward(std::span<const Tensor>(&xt, 1), Tensor::view(y.data(), out.with_batch(n)), ctx);
     buffers_after = buffers;
     for (std::size_t i = 0; i < buffers.size(); ++i) buffers[i] = saved[i];
     double l = 0.0;
@@ -77,10 +77,12 @@ struct Harness {
     if (layer->is_view()) {
       dx = r;
     } else {
-      Tensor dxt = Tensor::view(dx.data(), in.with_batch(n));
-      layer->backward(Tensor::view(x.data(), in.with_batch(n)),
-                      Tensor::view(y.data(), out.with_batch(n)),
-                      Tensor::view(r_copy.data(), out.with_batch(n)), &dxt);
+      const Tensor dxt = Tensor::view(dx.data(), in.with_batch(n));
+      const Tensor xt = Tensor::view(x.data(), in.with_batch(n));
+      const Tensor* dxp = &dxt;
+      layer->backward(std::span<const Tensor>(&xt, 1), Tensor::view(y.data(), out.with_batch(n)),
+                      Tensor::view(r_copy.data(), out.with_batch(n)),
+                      std::span<const Tensor* const>(&dxp, 1));
     }
     const auto analytic_params = grads;
     std::vector<float> scratch;
@@ -274,7 +276,8 @@ TEST(LayerShapes, MismatchNamesTheLayer) {
   s.line = 42;
   auto layer = make_layer(s, *be);
   try {
-    layer->infer(Shape{3, 5, 5});
+    const Shape in{3, 5, 5};
+    layer->infer(std::span<const Shape>(&in, 1));
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("conv9"), std::string::npos) << e.what();

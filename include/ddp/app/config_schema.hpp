@@ -4,6 +4,7 @@
 // a
 // [[model.layers]] entry. Parsing, validation, --help, command-line overrides and the resolved TOML
 // are all driven by these tables, so a key is described exactly once.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -21,10 +22,14 @@ class App;
 
 namespace ddp::app {
 
-enum class ValueType { kInt, kFloat, kBool, kString, kFloatList };
+// kIntPair: an integer for both, or [h, w] (kernel, stride, ...); kStringList: names (inputs).
+enum class ValueType { kInt, kFloat, kBool, kString, kFloatList, kIntPair, kStringList };
+
+using IntPair = std::array<std::int64_t, 2>;
 
 // A parsed value; the alternative matches the key's ValueType.
-using Value = std::variant<std::int64_t, double, bool, std::string, std::vector<double>>;
+using Value = std::variant<std::int64_t, double, bool, std::string, std::vector<double>, IntPair,
+                           std::vector<std::string>>;
 
 // Numeric bounds (for a list: of each element); an unset side is unbounded.
 struct Range {
@@ -69,7 +74,8 @@ const ConfigKey* find_config_key(std::string_view name);  // nullptr when unknow
 std::vector<std::string> config_sections();               // "run", "data", ...
 
 // One key of a [[model.layers]] entry.
-using LayerField = std::variant<std::int64_t*, float*, bool*, std::string*>;
+using LayerField = std::variant<std::int64_t*, float*, bool*, std::string*, nn::Extent2*,
+                                std::vector<std::string>*>;
 
 struct LayerKey {
   std::string_view name;  // "kernel"
@@ -77,9 +83,11 @@ struct LayerKey {
   std::string_view help;
   Range range;
   std::vector<std::string_view> choices;
-  std::vector<std::string_view> applies_to;    // layer types; empty: every type
-  std::vector<std::string_view> required_for;  // layer types that must give it
-  bool identifier = false;                     // strings: non-empty, letters, digits, '_', '-', '.'
+  bool every_type = false;    // type, name, input(s); otherwise the types whose registry entry
+                              // (nn/layer_registry.hpp) lists the key
+  bool identifier = false;    // strings (and each name of a list): letters, digits, '_', '-', '.'
+  bool alias = false;         // another spelling of the next key (input for inputs): not written
+  std::size_t max_items = 0;  // lists: at most this many (0: any)
 
   ValueType type() const;
   bool applies(std::string_view layer_type) const;
@@ -91,8 +99,11 @@ struct LayerKey {
 
 const std::vector<LayerKey>& layer_keys();
 const LayerKey* find_layer_key(std::string_view name);
-const std::vector<std::string_view>& layer_types();   // conv2d, relu, ...
+const std::vector<std::string_view>& layer_types();   // conv2d, relu, ... (the registry's)
 const std::vector<std::string_view>& preset_names();  // lenet, lenet_mnist, ...
+
+// Every layer type with its keys, types, defaults and help (`ddp_train layers`, --help's footer).
+std::string layers_help();
 
 // Registers `--section.key VALUE` for every schema key (plus `--run-dir` for run.dir); each
 // occurrence appends {"section.key", VALUE} to `out`, in command-line order. Values are checked

@@ -37,7 +37,7 @@ enum class PoolKind { max, avg };
 struct PoolGeom {
   PoolKind kind = PoolKind::max;
   std::int64_t c = 0, h = 0, w = 0;
-  std::int64_t kh = 2, kw = 2, stride = 2, pad = 0;
+  std::int64_t kh = 2, kw = 2, stride_h = 2, stride_w = 2, pad_h = 0, pad_w = 0;
   std::int64_t oh = 0, ow = 0;
 };
 
@@ -136,6 +136,10 @@ class Backend {
   virtual void fill(std::int64_t count, float value, float* y) = 0;
   virtual void copy(std::int64_t count, const float* x, float* y) = 0;
   virtual void add(std::int64_t count, const float* x, float* y) = 0;  // y += x
+  // `rows` rows of `cols` floats: row r of x starts at x + r * x_pitch, of y at y + r * y_pitch
+  // (channel concatenation: one row per sample).
+  virtual void copy_rows(std::int64_t rows, std::int64_t cols, const float* x, std::int64_t x_pitch,
+                         float* y, std::int64_t y_pitch) = 0;
   // Dynamic loss scaling: g *= inv_scale; returns false when g held an inf or NaN (waits for a
   // GPU).
   virtual bool unscale_check(std::int64_t count, float* g, float inv_scale) = 0;

@@ -1,7 +1,10 @@
 #pragma once
 // One layer interface for every layer kind (Caffe style): shape inference at build time, the
 // parameters it owns (as views into the model's flat buffers), forward and backward on a backend.
+// A layer takes one or more inputs (the outputs of layers above it, or the model input; see
+// nn/graph.hpp); most take one and derive from UnaryLayer.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,6 +29,8 @@ enum class Init {
                    // (kaiming_uniform with a = sqrt(5)) and biases
   ones,
   zeros,
+  kaiming_normal_fan_out,  // N(0, 2/fan_out): torchvision's ResNet/MobileNetV2 convolutions
+  normal_001,              // N(0, 0.01^2): MobileNetV2's classifier
 };
 
 struct ParamSpec {
@@ -33,6 +38,7 @@ struct ParamSpec {
   Shape shape;
   Init init = Init::zeros;
   std::int64_t fan_in = 0;
+  std::int64_t fan_out = 0;  // kaiming_normal_fan_out: out_channels x kernel area / groups
 };
 
 class Layer {
@@ -45,9 +51,13 @@ class Layer {
   const std::string& name() const { return spec_.name; }
   const LayerSpec& spec() const { return spec_; }
 
-  // Output shape of one sample given the input shape of one sample. Builds the backend ops.
-  // Throws ConfigError naming the layer when the input does not fit.
-  virtual Shape infer(const Shape& in) = 0;
+  // How many inputs the layer takes: [min_inputs, max_inputs].
+  virtual std::size_t min_inputs() const { return 1; }
+  virtual std::size_t max_inputs() const { return 1; }
+
+  // Output shape of one sample given each input's shape of one sample. Builds the backend ops.
+  // Throws ConfigError naming the layer when the inputs do not fit.
+  virtual Shape infer(std::span<const Shape> in) = 0;
 
   // Trainable parameters and non-trainable state (batch-norm running statistics).
   virtual std::vector<ParamSpec> param_specs() const { return {}; }
@@ -56,17 +66,19 @@ class Layer {
   virtual void bind(const std::vector<Tensor>& /*params*/, const std::vector<Tensor>& /*grads*/,
                     const std::vector<Tensor>& /*buffers*/) {}
 
-  // x: [n, in...], y: [n, out...]. Parameter gradients are overwritten, not accumulated.
-  virtual void forward(const Tensor& x, const Tensor& y, const StepContext& ctx) = 0;
-  // dx is null when the input gradient is not needed (first layer).
-  virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor* dx) = 0;
+  // xs[i]: [n, in_i...], y: [n, out...]. Parameter gradients are overwritten, not accumulated.
+  virtual void forward(std::span<const Tensor> xs, const Tensor& y, const StepContext& ctx) = 0;
+  // dxs[i] receives the gradient w.r.t. input i (overwritten; the executor sums the gradients of
+  // an output read by several layers); null when that input needs no gradient (the model input).
+  virtual void backward(std::span<const Tensor> xs, const Tensor& y, const Tensor& dy,
+                        std::span<const Tensor* const> dxs) = 0;
 
   // True when the output is the input reinterpreted (flatten): no buffer, no work.
   virtual bool is_view() const { return false; }
   // True for element-wise layers whose forward may write over its input and whose backward may
-  // write the input gradient over the output gradient (ReLU). The model then lets them share the
-  // buffers of the layer below, when that layer's backward does not read its own output: less
-  // memory and memory traffic, the same arithmetic.
+  // write the input gradient over the output gradient (ReLU). The executor then lets them share the
+  // buffers of the layer below, when that layer's backward does not read its own output and
+  // nothing else reads it: less memory and memory traffic, the same arithmetic.
   virtual bool can_run_in_place() const { return false; }
   // False when backward reads only the layer's input, parameters and saved state, never its output
   // (convolution, linear, batch norm): an in-place layer above may then overwrite the output.
@@ -76,6 +88,29 @@ class Layer {
 
  private:
   LayerSpec spec_;
+};
+
+// A layer with one input: infer/forward/backward on that input alone.
+class UnaryLayer : public Layer {
+ public:
+  using Layer::backward;
+  using Layer::forward;
+  using Layer::infer;
+  using Layer::Layer;
+
+  virtual Shape infer(const Shape& in) = 0;
+  virtual void forward(const Tensor& x, const Tensor& y, const StepContext& ctx) = 0;
+  // dx is null when the input gradient is not needed (first layer).
+  virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor* dx) = 0;
+
+  Shape infer(std::span<const Shape> in) final { return infer(in[0]); }
+  void forward(std::span<const Tensor> xs, const Tensor& y, const StepContext& ctx) final {
+    forward(xs[0], y, ctx);
+  }
+  void backward(std::span<const Tensor> xs, const Tensor& y, const Tensor& dy,
+                std::span<const Tensor* const> dxs) final {
+    backward(xs[0], y, dy, dxs[0]);
+  }
 };
 
 }  // namespace ddp::nn

@@ -1,7 +1,8 @@
 #pragma once
-// The model: a sequence of layers built from the config, with all parameters in one flat buffer and
-// all gradients in another (layers hold views). Buckets, the optimizer and snapshots work on ranges
-// and named views of these buffers.
+// The model: the layers built from the config, with all parameters in one flat buffer and all
+// gradients in another (layers hold views), run by a graph executor (nn/graph_executor.hpp).
+// Buckets, the optimizer and snapshots work on ranges and named views of these buffers; layers are
+// numbered in file order, a topological order, so backward visits them in reverse.
 //
 // Memory. Parameters, gradients, buffers and activations live in the backend's memory (the GPU's
 // for CUDA). Parameters and buffers have a host mirror (backend::Mirrored) that the named views
@@ -16,6 +17,7 @@
 
 #include "ddp/backend/backend.hpp"
 #include "ddp/backend/mirrored.hpp"
+#include "ddp/nn/graph_executor.hpp"
 #include "ddp/nn/layer.hpp"
 
 namespace ddp::nn {
@@ -33,6 +35,7 @@ class Model {
   // and when the last layer's output is not [num_classes].
   Model(const std::vector<LayerSpec>& specs, const Shape& input, std::int64_t num_classes,
         backend::Backend& be);
+  ~Model();
 
   // Allocates activations for batches of up to max_batch samples.
   void reserve(std::int64_t max_batch);
@@ -60,6 +63,9 @@ class Model {
   // True when layer i writes its output over its input's buffer (an element-wise layer above one
   // whose backward does not read its own output; see Layer::can_run_in_place).
   bool runs_in_place(std::size_t i) const;
+  // The layers whose outputs layer i reads (kModelInput for the model input).
+  const std::vector<int>& layer_inputs(std::size_t i) const;
+  const GraphExecutor& graph() const { return *graph_; }
 
   // [begin, end) of layer i's gradients in the flat buffer (empty when it has no parameters).
   std::pair<std::size_t, std::size_t> grad_range(std::size_t layer) const;
@@ -93,12 +99,7 @@ class Model {
   std::vector<NamedTensor> named_params_, named_buffers_;
   std::vector<ParamSpec> param_specs_, buffer_specs_;  // parallel to named_*
   std::vector<std::pair<std::size_t, std::size_t>> grad_ranges_;
-  std::int64_t max_batch_ = 0;
-  std::vector<Tensor> acts_, dacts_;  // per layer output (views for is_view layers)
-  std::vector<Tensor> views_act_;     // outputs of the last forward, batch-sized views
-  Tensor input_view_;
-  std::int64_t last_n_ = 0;
-  Mode last_mode_ = Mode::eval;
+  std::unique_ptr<GraphExecutor> graph_;
 };
 
 }  // namespace ddp::nn

@@ -64,6 +64,10 @@ class CpuBackend final : public Backend {
   void fill(std::int64_t count, float value, float* y) override { cpu::fill(count, value, y); }
   void copy(std::int64_t count, const float* x, float* y) override { cpu::copy(count, x, y); }
   void add(std::int64_t count, const float* x, float* y) override { cpu::add(count, x, y); }
+  void copy_rows(std::int64_t rows, std::int64_t cols, const float* x, std::int64_t x_pitch,
+                 float* y, std::int64_t y_pitch) override {
+    cpu::copy_rows(rows, cols, x, x_pitch, y, y_pitch);
+  }
   bool unscale_check(std::int64_t count, float* g, float inv_scale) override {
     return cpu::unscale_check(count, g, inv_scale);
   }

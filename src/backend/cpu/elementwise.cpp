@@ -70,6 +70,17 @@ void add(std::int64_t count, const float* x, float* y) {
   for (std::int64_t i = 0; i < count; ++i) y[i] += x[i];
 }
 
+void copy_rows(std::int64_t rows, std::int64_t cols, const float* x, std::int64_t x_pitch, float* y,
+               std::int64_t y_pitch) {
+#pragma omp parallel for if (rows * cols >= kParallelMin) schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* src = x + r * x_pitch;
+    float* dst = y + r * y_pitch;
+#pragma omp simd
+    for (std::int64_t i = 0; i < cols; ++i) dst[i] = src[i];
+  }
+}
+
 bool unscale_check(std::int64_t count, float* g, float inv_scale) {
   // Counts instead of branching so the loop vectorises; x - x is 0 exactly when x is finite.
   std::int64_t bad = 0;

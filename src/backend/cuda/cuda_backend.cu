@@ -278,6 +278,15 @@ class CudaBackendImpl final : public CudaBackend {
   void add(std::int64_t count, const float* x, float* y) override {
     launch_add(ctx_->stream(), count, x, y);
   }
+  void copy_rows(std::int64_t rows, std::int64_t cols, const float* x, std::int64_t x_pitch,
+                 float* y, std::int64_t y_pitch) override {
+    if (rows <= 0 || cols <= 0) return;
+    constexpr std::size_t f = sizeof(float);
+    DDP_CUDA_CHECK(cudaMemcpy2DAsync(
+        y, static_cast<std::size_t>(y_pitch) * f, x, static_cast<std::size_t>(x_pitch) * f,
+        static_cast<std::size_t>(cols) * f, static_cast<std::size_t>(rows),
+        cudaMemcpyDeviceToDevice, ctx_->stream()));
+  }
   bool unscale_check(std::int64_t count, float* g, float inv_scale) override {
     DDP_CUDA_CHECK(cudaMemsetAsync(ctx_->bad_flag(), 0, sizeof(unsigned int), ctx_->stream()));
     launch_unscale_check(ctx_->stream(), count, g, inv_scale, ctx_->bad_flag());

@@ -23,9 +23,9 @@ class Pool final : public PoolOp {
                                         : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     DDP_CUDA_CHECK(cudnnSetPooling2dDescriptor(
         desc_, mode, CUDNN_NOT_PROPAGATE_NAN, to_int(g.kh, "pooling window"),
-        to_int(g.kw, "pooling window"), to_int(g.pad, "pooling padding"),
-        to_int(g.pad, "pooling padding"), to_int(g.stride, "pooling stride"),
-        to_int(g.stride, "pooling stride")));
+        to_int(g.kw, "pooling window"), to_int(g.pad_h, "pooling padding"),
+        to_int(g.pad_w, "pooling padding"), to_int(g.stride_h, "pooling stride"),
+        to_int(g.stride_w, "pooling stride")));
   }
 
   void forward(std::int64_t n, const float* x, float* y, bool training) override {

@@ -6,9 +6,9 @@
 namespace ddp::nn {
 namespace {
 
-class Relu final : public Layer {
+class Relu final : public UnaryLayer {
  public:
-  Relu(const LayerSpec& spec, backend::Backend& be) : Layer(spec), be_(be) {}
+  Relu(const LayerSpec& spec, backend::Backend& be) : UnaryLayer(spec), be_(be) {}
   Shape infer(const Shape& in) override { return in; }
   bool can_run_in_place() const override { return true; }
   void forward(const Tensor& x, const Tensor& y, const StepContext&) override {
@@ -22,9 +22,9 @@ class Relu final : public Layer {
   backend::Backend& be_;
 };
 
-class Flatten final : public Layer {
+class Flatten final : public UnaryLayer {
  public:
-  Flatten(const LayerSpec& spec, backend::Backend&) : Layer(spec) {}
+  Flatten(const LayerSpec& spec, backend::Backend&) : UnaryLayer(spec) {}
   Shape infer(const Shape& in) override { return Shape{in.numel()}; }
   bool is_view() const override { return true; }
   void forward(const Tensor&, const Tensor&, const StepContext&) override {}
@@ -33,9 +33,9 @@ class Flatten final : public Layer {
 
 // Inverted dropout whose mask depends only on (step seed, layer, sample index, element): the same
 // samples get the same masks whatever the batch split over ranks.
-class Dropout final : public Layer {
+class Dropout final : public UnaryLayer {
  public:
-  Dropout(const LayerSpec& spec, backend::Backend& be) : Layer(spec), be_(be) {}
+  Dropout(const LayerSpec& spec, backend::Backend& be) : UnaryLayer(spec), be_(be) {}
   Shape infer(const Shape& in) override {
     per_sample_ = in.numel();
     salt_ = 0;

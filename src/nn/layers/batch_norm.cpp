@@ -6,9 +6,9 @@
 namespace ddp::nn {
 namespace {
 
-class BatchNorm final : public Layer {
+class BatchNorm final : public UnaryLayer {
  public:
-  BatchNorm(const LayerSpec& spec, backend::Backend& be) : Layer(spec), be_(be) {}
+  BatchNorm(const LayerSpec& spec, backend::Backend& be) : UnaryLayer(spec), be_(be) {}
 
   Shape infer(const Shape& in) override {
     if (in.rank() == 3) {
@@ -26,7 +26,8 @@ class BatchNorm final : public Layer {
     return in;
   }
   std::vector<ParamSpec> param_specs() const override {
-    return {{"weight", Shape{g_.c}, Init::ones, 0}, {"bias", Shape{g_.c}, Init::zeros, 0}};
+    return {{"weight", Shape{g_.c}, init_weight(spec(), Init::ones), 0},
+            {"bias", Shape{g_.c}, Init::zeros, 0}};
   }
   std::vector<ParamSpec> buffer_specs() const override {
     return {{"running_mean", Shape{g_.c}, Init::zeros, 0},

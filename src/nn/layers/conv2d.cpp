@@ -7,7 +7,7 @@
 namespace ddp::nn {
 namespace {
 
-class Conv2d final : public Layer {
+class Conv2d final : public UnaryLayer {
  public:
   Conv2d(const LayerSpec& spec, backend::Backend& be);
   Shape infer(const Shape& in) override;
@@ -26,7 +26,7 @@ class Conv2d final : public Layer {
   Tensor w_, b_, dw_, db_;
 };
 
-Conv2d::Conv2d(const LayerSpec& spec, backend::Backend& be) : Layer(spec), be_(be) {}
+Conv2d::Conv2d(const LayerSpec& spec, backend::Backend& be) : UnaryLayer(spec), be_(be) {}
 
 Shape Conv2d::infer(const Shape& in) {
   if (in.rank() != 3) shape_error(*this, in, "expects an image (channels x height x width)");
@@ -34,9 +34,10 @@ Shape Conv2d::infer(const Shape& in) {
   g_.h = in[1];
   g_.w = in[2];
   g_.k = spec().out_channels;
-  g_.r = g_.s = spec().kernel;
-  g_.stride = spec().stride > 0 ? spec().stride : 1;
-  g_.pad = spec().padding;
+  g_.r = spec().kernel.h;
+  g_.s = spec().kernel.w;
+  g_.stride = spec().stride.h > 0 ? spec().stride.h : 1;
+  g_.pad = spec().padding.h;
   g_.bias = spec().bias;
   if (g_.h + 2 * g_.pad < g_.r || g_.w + 2 * g_.pad < g_.s)
     shape_error(*this, in,
@@ -50,8 +51,11 @@ Shape Conv2d::infer(const Shape& in) {
 
 std::vector<ParamSpec> Conv2d::param_specs() const {
   const std::int64_t fan_in = g_.c * g_.r * g_.s;
-  std::vector<ParamSpec> p{{"weight", Shape{g_.k, g_.c, g_.r, g_.s}, Init::uniform_fan_in, fan_in}};
-  if (g_.bias) p.push_back({"bias", Shape{g_.k}, Init::uniform_fan_in, fan_in});
+  const std::int64_t fan_out = g_.k * g_.r * g_.s;
+  std::vector<ParamSpec> p{{"weight", Shape{g_.k, g_.c, g_.r, g_.s},
+                            init_weight(spec(), Init::uniform_fan_in), fan_in, fan_out}};
+  if (g_.bias)
+    p.push_back({"bias", Shape{g_.k}, init_bias(spec(), Init::uniform_fan_in), fan_in, fan_out});
   return p;
 }
 

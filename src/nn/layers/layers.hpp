@@ -14,5 +14,8 @@ std::unique_ptr<Layer> make_relu(const LayerSpec& spec, backend::Backend& be);
 std::unique_ptr<Layer> make_flatten(const LayerSpec& spec, backend::Backend& be);
 std::unique_ptr<Layer> make_dropout(const LayerSpec& spec, backend::Backend& be);
 std::unique_ptr<Layer> make_batch_norm(const LayerSpec& spec, backend::Backend& be);
+std::unique_ptr<Layer> make_add(const LayerSpec& spec, backend::Backend& be);
+std::unique_ptr<Layer> make_concat(const LayerSpec& spec, backend::Backend& be);
+std::unique_ptr<Layer> make_global_avgpool(const LayerSpec& spec, backend::Backend& be);
 
 }  // namespace ddp::nn

@@ -6,9 +6,9 @@
 namespace ddp::nn {
 namespace {
 
-class Linear final : public Layer {
+class Linear final : public UnaryLayer {
  public:
-  Linear(const LayerSpec& spec, backend::Backend& be) : Layer(spec), be_(be) {}
+  Linear(const LayerSpec& spec, backend::Backend& be) : UnaryLayer(spec), be_(be) {}
 
   Shape infer(const Shape& in) override {
     g_.in = in.numel();
@@ -18,8 +18,10 @@ class Linear final : public Layer {
     return Shape{g_.out};
   }
   std::vector<ParamSpec> param_specs() const override {
-    std::vector<ParamSpec> p{{"weight", Shape{g_.out, g_.in}, Init::uniform_fan_in, g_.in}};
-    if (g_.bias) p.push_back({"bias", Shape{g_.out}, Init::uniform_fan_in, g_.in});
+    std::vector<ParamSpec> p{
+        {"weight", Shape{g_.out, g_.in}, init_weight(spec(), Init::uniform_fan_in), g_.in, g_.out}};
+    if (g_.bias)
+      p.push_back({"bias", Shape{g_.out}, init_bias(spec(), Init::uniform_fan_in), g_.in, g_.out});
     return p;
   }
   void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,

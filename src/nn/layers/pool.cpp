@@ -1,13 +1,13 @@
-// Max and average pooling (square window; stride defaults to the window, as in PyTorch).
+// Max and average pooling (stride defaults to the window, as in PyTorch).
 #include "layer_util.hpp"
 #include "layers.hpp"
 
 namespace ddp::nn {
 namespace {
 
-class Pool final : public Layer {
+class Pool final : public UnaryLayer {
  public:
-  Pool(const LayerSpec& spec, backend::Backend& be) : Layer(spec), be_(be) {}
+  Pool(const LayerSpec& spec, backend::Backend& be) : UnaryLayer(spec), be_(be) {}
 
   Shape infer(const Shape& in) override {
     if (in.rank() != 3) shape_error(*this, in, "expects an image (channels x height x width)");
@@ -15,14 +15,21 @@ class Pool final : public Layer {
     g_.c = in[0];
     g_.h = in[1];
     g_.w = in[2];
-    g_.kh = g_.kw = spec().kernel;
-    g_.stride = spec().stride > 0 ? spec().stride : spec().kernel;
-    g_.pad = spec().padding;
-    if (g_.pad * 2 > g_.kh) shape_error(*this, in, "padding must be at most half the kernel size");
-    if (g_.h + 2 * g_.pad < g_.kh || g_.w + 2 * g_.pad < g_.kw)
-      shape_error(*this, in, "window " + std::to_string(g_.kh) + " is larger than the input");
-    g_.oh = pooled_extent(g_.h, g_.kh, g_.stride, g_.pad);
-    g_.ow = pooled_extent(g_.w, g_.kw, g_.stride, g_.pad);
+    const auto& k = spec().kernel;
+    g_.kh = k.h;
+    g_.kw = k.w;
+    g_.stride_h = spec().stride.h > 0 ? spec().stride.h : k.h;
+    g_.stride_w = spec().stride.w > 0 ? spec().stride.w : k.w;
+    g_.pad_h = spec().padding.h;
+    g_.pad_w = spec().padding.w;
+    if (g_.pad_h * 2 > g_.kh || g_.pad_w * 2 > g_.kw)
+      shape_error(*this, in, "padding must be at most half the kernel size");
+    if (g_.h + 2 * g_.pad_h < g_.kh || g_.w + 2 * g_.pad_w < g_.kw)
+      shape_error(*this, in,
+                  "window " + std::to_string(g_.kh) + "x" + std::to_string(g_.kw) +
+                      " is larger than the padded input");
+    g_.oh = pooled_extent(g_.h, g_.kh, g_.stride_h, g_.pad_h);
+    g_.ow = pooled_extent(g_.w, g_.kw, g_.stride_w, g_.pad_w);
     op_ = be_.pool(g_);
     return Shape{g_.c, g_.oh, g_.ow};
   }

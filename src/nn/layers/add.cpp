@@ -1,0 +1,40 @@
+// Element-wise sum of two or more inputs of equal shape (the residual connection).
+#include "layer_util.hpp"
+#include "layers.hpp"
+
+namespace ddp::nn {
+namespace {
+
+class Add final : public Layer {
+ public:
+  Add(const LayerSpec& spec, backend::Backend& be) : Layer(spec), be_(be) {}
+  std::size_t min_inputs() const override { return 2; }
+  std::size_t max_inputs() const override { return SIZE_MAX; }
+
+  Shape infer(std::span<const Shape> in) override {
+    for (std::size_t k = 1; k < in.size(); ++k)
+      if (in[k] != in[0]) inputs_error(*this, in, "add needs inputs of equal shape");
+    return in[0];
+  }
+  void forward(std::span<const Tensor> xs, const Tensor& y, const StepContext&) override {
+    be_.copy(y.numel(), xs[0].data(), y.data());
+    for (std::size_t k = 1; k < xs.size(); ++k) be_.add(y.numel(), xs[k].data(), y.data());
+  }
+  void backward(std::span<const Tensor>, const Tensor&, const Tensor& dy,
+                std::span<const Tensor* const> dxs) override {
+    for (const Tensor* dx : dxs)
+      if (dx) be_.copy(dy.numel(), dy.data(), dx->data());
+  }
+  bool backward_reads_output() const override { return false; }
+
+ private:
+  backend::Backend& be_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_add(const LayerSpec& spec, backend::Backend& be) {
+  return std::make_unique<Add>(spec, be);
+}
+
+}  // namespace ddp::nn

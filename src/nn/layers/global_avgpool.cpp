@@ -1,0 +1,46 @@
+// Global average pooling: N x C x H x W -> N x C, for any H x W (torchvision's
+// AdaptiveAvgPool2d((1, 1)) followed by flatten).
+#include "layer_util.hpp"
+#include "layers.hpp"
+
+namespace ddp::nn {
+namespace {
+
+class GlobalAvgPool final : public UnaryLayer {
+ public:
+  GlobalAvgPool(const LayerSpec& spec, backend::Backend& be) : UnaryLayer(spec), be_(be) {}
+
+  Shape infer(const Shape& in) override {
+    if (in.rank() != 3) shape_error(*this, in, "expects an image (channels x height x width)");
+    // One window covering the whole image: the backend's average pooling computes the mean.
+    g_.kind = backend::PoolKind::avg;
+    g_.c = in[0];
+    g_.h = g_.kh = g_.stride_h = in[1];
+    g_.w = g_.kw = g_.stride_w = in[2];
+    g_.pad_h = g_.pad_w = 0;
+    g_.oh = g_.ow = 1;
+    op_ = be_.pool(g_);
+    return Shape{in[0]};
+  }
+  void forward(const Tensor& x, const Tensor& y, const StepContext& ctx) override {
+    op_->forward(x.shape()[0], x.data(), y.data(), ctx.mode == Mode::train);
+  }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor* dx) override {
+    if (dx) op_->backward(x.shape()[0], dy.data(), dx->data());
+  }
+  bool backward_reads_output() const override { return false; }
+  double forward_flops() const override { return static_cast<double>(g_.c * g_.h * g_.w); }
+
+ private:
+  backend::Backend& be_;
+  backend::PoolGeom g_;
+  std::unique_ptr<backend::PoolOp> op_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_global_avgpool(const LayerSpec& spec, backend::Backend& be) {
+  return std::make_unique<GlobalAvgPool>(spec, be);
+}
+
+}  // namespace ddp::nn
