@@ -36,18 +36,8 @@ std::int64_t dataset_classes(std::string_view dataset) {
 std::int64_t dataset_channels(std::string_view dataset) {
   return dataset == "mnist" || dataset == "fashion_mnist" ? 1 : 3;
 }
-
-// The preset's layers, with the classifier sized to the dataset (the presets are written for ten
-// classes; cifar100 needs a hundred).
-std::vector<nn::LayerSpec> preset_for(const std::string& preset, std::string_view dataset) {
-  auto layers = preset_layers(preset);
-  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
-    if (it->type == "linear") {
-      it->out_features = dataset_classes(dataset);
-      break;
-    }
-  }
-  return layers;
+std::int64_t dataset_side(std::string_view dataset) {
+  return dataset == "mnist" || dataset == "fashion_mnist" ? 28 : 32;
 }
 
 std::vector<std::string> all_key_names() {
@@ -156,17 +146,21 @@ class Loader {
                           ": no model: name a preset (" + presets_text() +
                           ") or give [[model.layers]]");
       }
-      model.layers = preset_for(model.preset, cfg_.data.dataset);
+      check_preset_keys(model.preset);
+      model.layers = preset_layers(model.preset, preset_options(cfg_));
       return;
     }
-    if (preset_given && !model.preset.empty() &&
-        !same_layers(preset_for(model.preset, cfg_.data.dataset), *file_layers_)) {
+    if (preset_given && !model.preset.empty()) {
+      check_preset_keys(model.preset);
       // Equal layers are allowed next to the preset: that is what a resolved configuration holds.
-      throw ConfigError(subject(*find_config_key("model.preset")) + ": both a preset and " +
-                        "[[model.layers]] (line " + std::to_string(file_layers_->front().line) +
-                        ") describe the model; give only one");
+      if (!same_layers(preset_layers(model.preset, preset_options(cfg_)), *file_layers_)) {
+        throw ConfigError(subject(*find_config_key("model.preset")) + ": both a preset and " +
+                          "[[model.layers]] (line " + std::to_string(file_layers_->front().line) +
+                          ") describe the model; give only one");
+      }
     }
     if (!preset_given) model.preset.clear();
+    if (model.preset.empty()) check_preset_keys("");
     model.layers = std::move(*file_layers_);
 
     const auto& last = model.layers.back();
@@ -285,6 +279,12 @@ class Loader {
     return it->second.where + ": " + name + " = " + text;
   }
 
+  // model.stem and model.zero_init_residual against the preset ("" for [[model.layers]]).
+  void check_preset_keys(const std::string& preset) const {
+    if (auto problem = detail::preset_option_problem(preset, preset_options(cfg_)))
+      fail(problem->first, problem->second);
+  }
+
   [[noreturn]] void fail(std::string_view key, const std::string& problem) const {
     throw ConfigError(subject(*find_config_key(key)) + ": " + problem);
   }
@@ -303,6 +303,15 @@ std::optional<std::string> detail::nearest_key(const std::string& name) {
   for (const auto& k : config_keys())
     if (k.leaf() == leaf) return std::string(k.name);
   return detail::nearest(name, all_key_names());
+}
+
+PresetOptions preset_options(const Config& cfg) {
+  PresetOptions o;
+  o.stem = cfg.model.stem;
+  o.image_side = dataset_side(cfg.data.dataset);
+  o.zero_init_residual = cfg.model.zero_init_residual;
+  o.classes = dataset_classes(cfg.data.dataset);
+  return o;
 }
 
 Config load_config(const std::filesystem::path& path, const Overrides& overrides) {

@@ -229,6 +229,14 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(model, preset),
        .help = "built-in architecture (\"\" when [[model.layers]] are given in the file)",
        .choices = preset_choices()},
+      {DDP_KEY(model, stem),
+       .help = "resnet18/34/50, mobilenet_v2: imagenet = torchvision's stem; cifar = a 3x3 "
+               "stride-1 first convolution and no max pool; auto = cifar for images of at most 64 "
+               "px (resnet20/56 are always CIFAR nets)",
+       .choices = {"auto", "imagenet", "cifar"}},
+      {DDP_KEY(model, zero_init_residual),
+       .help = "resnet presets: the last batch norm of each residual block starts with weight 0 "
+               "(torchvision's zero_init_residual)"},
 
       {DDP_KEY(train, epochs), .help = "passes over the training set", .range = at_least(1)},
       {DDP_KEY(train, batch_size), .help = "samples per step on each rank", .range = at_least(1)},

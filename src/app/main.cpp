@@ -61,6 +61,9 @@ int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, ddp::co
       << compute.backend->name() << "), config "
       << (cfg.source.empty() ? std::string("(defaults)") : cfg.source.string()) << "\n";
   if (!compute.note.empty()) out << "device: " << compute.note << "\n";
+  if (!cfg.model.preset.empty())
+    out << "preset: "
+        << ddp::app::preset_description(cfg.model.preset, ddp::app::preset_options(cfg)) << "\n";
   // Collective: every rank contributes its row, rank 0 prints the table.
   const auto table = ddp::runtime::gather_rank_table(
       ddp::runtime::describe_self(rt, threads, compute.device), comm);

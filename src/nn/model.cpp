@@ -1,5 +1,6 @@
 #include "ddp/nn/model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -204,20 +205,24 @@ std::uint64_t Model::digest() const {
 
 std::string Model::summary() const {
   std::ostringstream os;
-  char line[160];
-  std::snprintf(line, sizeof line, "  %-12s %-10s %-14s %10s\n", "layer", "type", "output",
+  char line[256];
+  // Names as long as torchvision's ("layer4.1.downsample.0") widen the first column.
+  int width = 12;
+  for (const auto& l : layers_) width = std::max(width, static_cast<int>(l->name().size()));
+  width = std::min(width, 64);
+  std::snprintf(line, sizeof line, "  %-*s %-14s %-14s %10s\n", width, "layer", "type", "output",
                 "params");
   os << line;
-  std::snprintf(line, sizeof line, "  %-12s %-10s %-14s %10s\n", "input", "", input_.str().c_str(),
-                "");
+  std::snprintf(line, sizeof line, "  %-*s %-14s %-14s %10s\n", width, "input", "",
+                input_.str().c_str(), "");
   os << line;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     std::int64_t np = 0;
     for (const auto& p : named_params_)
       if (p.layer == i) np += p.tensor.numel();
-    std::snprintf(line, sizeof line, "  %-12s %-10s %-14s %10lld\n", layers_[i]->name().c_str(),
-                  layers_[i]->spec().type.c_str(), out_shapes_[i].str().c_str(),
-                  static_cast<long long>(np));
+    std::snprintf(line, sizeof line, "  %-*s %-14s %-14s %10lld\n", width,
+                  layers_[i]->name().c_str(), layers_[i]->spec().type.c_str(),
+                  out_shapes_[i].str().c_str(), static_cast<long long>(np));
     os << line;
   }
   os << "  total trainable parameters: " << num_parameters();

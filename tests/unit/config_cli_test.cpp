@@ -69,7 +69,8 @@ TEST(ConfigCli, HelpDocumentsEveryKeyWithTypeAndDefault) {
   EXPECT_THAT(help, HasSubstr("optimizer [sgd|adam|adamw; default: sgd]"));
   EXPECT_THAT(help, HasSubstr("--data.std FLOATS"));
   EXPECT_THAT(help, HasSubstr("[1 or 3 values, each > 0; default: 0.5]"));
-  EXPECT_THAT(help, HasSubstr("[\"\"|lenet|lenet_mnist|vgg_small|vgg_small_bn; default: lenet]"));
+  EXPECT_THAT(help, HasSubstr("[\"\"|lenet|lenet_mnist|vgg_small|vgg_small_bn|resnet20|resnet56|"
+                              "resnet18|resnet34|resnet50|mobilenet_v2; default: lenet]"));
 }
 
 }  // namespace

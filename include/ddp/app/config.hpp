@@ -41,9 +41,14 @@ struct DataConfig {
 };
 
 struct ModelConfig {
-  // lenet | lenet_mnist | vgg_small | vgg_small_bn; "" when [[model.layers]] are given. Defaults to
-  // lenet so that a configuration without a [model] section still describes a trainable model.
+  // A built-in architecture (presets.cpp: lenet, vgg_small, resnet20, resnet18, mobilenet_v2, ...);
+  // "" when [[model.layers]] are given. Defaults to lenet so that a configuration without a [model]
+  // section still describes a trainable model.
   std::string preset = "lenet";
+  // resnet18/34/50 and mobilenet_v2: "imagenet" (torchvision's stem), "cifar" (a 3x3 stride-1
+  // first convolution and no max pool) or "auto" (cifar for inputs of at most 64 px).
+  std::string stem = "auto";
+  bool zero_init_residual = false;  // resnet presets: each block's last batch norm starts at 0
   // [[model.layers]], or the preset's layers (load_config resolves the preset, sizing the last
   // linear layer to the dataset's classes).
   std::vector<nn::LayerSpec> layers;
@@ -135,7 +140,20 @@ Config load_config(const std::filesystem::path& path, const Overrides& overrides
 void check_memory_fits(const Config& cfg, const Shape& input, std::int64_t rank_batch,
                        std::int64_t micro_batch, backend::Backend& be);
 
-// Built-in architectures; throws ConfigError for an unknown name (listing the known ones).
-std::vector<nn::LayerSpec> preset_layers(const std::string& name);
+// What a preset is built for (the model.* keys and the dataset).
+struct PresetOptions {
+  std::string stem = "auto";     // model.stem
+  std::int64_t image_side = 32;  // the input's larger side, for stem = auto
+  bool zero_init_residual = false;
+  std::int64_t classes = 10;  // the output layer's size
+};
+
+// Built-in architectures (presets.cpp); throws ConfigError for an unknown name (listing the known
+// ones) or an option the preset does not take.
+std::vector<nn::LayerSpec> preset_layers(const std::string& name, const PresetOptions& opts = {});
+// The options `cfg` asks of its preset (its model.* keys, its dataset's image size and classes).
+PresetOptions preset_options(const Config& cfg);
+// One line for the start-up output: "resnet18, cifar stem (model.stem = auto: 32x32 inputs)".
+std::string preset_description(const std::string& name, const PresetOptions& opts);
 
 }  // namespace ddp::app
