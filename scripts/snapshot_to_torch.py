@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Load a ddp_train snapshot into the matching PyTorch model.
+
+The presets resnet18/34/50 and mobilenet_v2 are torchvision's models, resnet20/56 the CIFAR
+ResNets of He et al. 2016 (CifarResNet below); their layer names are the models' state_dict keys,
+so a snapshot's /model/<layer>/<tensor> is the tensor "<layer>.<tensor>" of the state_dict. The
+model is built for the snapshot's class count, input channels and stem (model.stem; cifar: a 3x3
+stride-1 first convolution and no max pool for the ResNets, a stride-1 first convolution for
+MobileNetV2), and every key must match both ways.
+
+As a library (h5py, torch, torchvision):
+
+    from snapshot_to_torch import load_snapshot
+    model, config = load_snapshot("runs/cifar/snapshot_e0030.h5")  # config: the run's TOML, a dict
+
+As a command: evaluates the snapshot on the CIFAR-10 test set with the run's normalisation,
+as `ddp_train eval` does:
+
+    scripts/snapshot_to_torch.py runs/cifar/snapshot_e0030.h5 [--data-root DIR] [--test-limit N]
+    scripts/snapshot_to_torch.py SNAPSHOT --save model.pt     # torch.save(model.state_dict())
+
+On Debian, torch and torchvision are python3-torch and python3-torchvision for /usr/bin/python3.
+"""
+import argparse
+import os
+import sys
+import tomllib
+
+import h5py
+import numpy as np
+import torch
+import torchvision
+from torch import nn
+from torchvision.models.resnet import BasicBlock, conv1x1
+
+__all__ = ["CifarResNet", "build_model", "read_snapshot", "load_snapshot", "cifar10_test_set",
+           "evaluate"]
+
+TORCHVISION_PRESETS = ("resnet18", "resnet34", "resnet50", "mobilenet_v2")
+CIFAR_RESNETS = {"resnet20": 3, "resnet56": 9}  # blocks per stage
+
+
+class CifarResNet(nn.Module):
+    """ResNet-(6n+2) for CIFAR (He et al. 2016) as ddp_train's resnet20/resnet56 presets build it:
+    a 3x3 stem of 16 channels, 3 stages of n torchvision BasicBlocks (16, 32, 64 planes), projection
+    shortcuts (1x1 convolution + batch norm) where the shape changes, global average pooling, fc.
+    torchvision's module names and initialisation."""
+
+    def __init__(self, n, num_classes=10, in_channels=3, zero_init_residual=False):
+        super().__init__()
+        self.inplanes = 16
+        self.conv1 = nn.Conv2d(in_channels, 16, kernel_size=3, stride=1, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.relu = nn.ReLU(inplace=True)
+        self.layer1 = self._make_layer(16, n, 1)
+        self.layer2 = self._make_layer(32, n, 2)
+        self.layer3 = self._make_layer(64, n, 2)
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(64, num_classes)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.constant_(m.weight, 1)
+                nn.init.constant_(m.bias, 0)
+        if zero_init_residual:
+            for m in self.modules():
+                if isinstance(m, BasicBlock):
+                    nn.init.constant_(m.bn2.weight, 0)
+
+    def _make_layer(self, planes, blocks, stride):
+        downsample = None
+        if stride != 1 or self.inplanes != planes:
+            downsample = nn.Sequential(conv1x1(self.inplanes, planes, stride), nn.BatchNorm2d(planes))
+        layers = [BasicBlock(self.inplanes, planes, stride, downsample)]
+        self.inplanes = planes
+        layers += [BasicBlock(planes, planes) for _ in range(1, blocks)]
+        return nn.Sequential(*layers)
+
+    def forward(self, x):
+        x = self.relu(self.bn1(self.conv1(x)))
+        x = self.layer3(self.layer2(self.layer1(x)))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+def build_model(preset, num_classes, stem="cifar", in_channels=3):
+    """The torch model of a ddp_train preset; stem: "cifar" or "imagenet" (as resolved)."""
+    if preset in CIFAR_RESNETS:
+        return CifarResNet(CIFAR_RESNETS[preset], num_classes, in_channels)
+    if preset not in TORCHVISION_PRESETS:
+        raise ValueError(f"model.preset = {preset!r} has no torch counterpart here (supported: "
+                         f"{', '.join(list(CIFAR_RESNETS) + list(TORCHVISION_PRESETS))})")
+    if stem not in ("cifar", "imagenet"):
+        raise ValueError(f"stem {stem!r}: expected cifar or imagenet")
+    model = getattr(torchvision.models, preset)(num_classes=num_classes)
+    cifar = stem == "cifar"
+    if preset == "mobilenet_v2":
+        first = model.features[0][0]
+        if cifar or in_channels != 3:
+            model.features[0][0] = nn.Conv2d(in_channels, first.out_channels, 3,
+                                             stride=1 if cifar else 2, padding=1, bias=False)
+    else:
+        if cifar:
+            model.conv1 = nn.Conv2d(in_channels, 64, 3, stride=1, padding=1, bias=False)
+            model.maxpool = nn.Identity()
+        elif in_channels != 3:
+            model.conv1 = nn.Conv2d(in_channels, 64, 7, stride=2, padding=3, bias=False)
+    return model
+
+
+def _dataset_side(dataset):
+    return 28 if dataset in ("mnist", "fashion_mnist") else 32
+
+
+def read_snapshot(path):
+    """(tensors, config, meta): {"<layer>.<tensor>": numpy array} from /model, the run's resolved
+    configuration (a dict) and /meta's attributes."""
+    with h5py.File(path, "r") as f:
+        tensors = {}
+        for layer, group in f["model"].items():
+            for leaf, ds in group.items():
+                tensors[f"{layer}.{leaf}"] = np.asarray(ds[()], dtype=np.float32)
+        text = f["meta/config_toml"][()]
+        text = text.decode("utf-8") if isinstance(text, bytes) else str(text)
+        meta = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f["meta"].attrs.items()}
+    return tensors, tomllib.loads(text.rstrip("\0")), meta
+
+
+def resolved_stem(config):
+    """model.stem as the run resolved it (auto: cifar for images of at most 64 px)."""
+    stem = config.get("model", {}).get("stem", "auto")
+    if stem != "auto":
+        return stem
+    return "cifar" if _dataset_side(config.get("data", {}).get("dataset", "cifar10")) <= 64 else "imagenet"
+
+
+def load_snapshot(path):
+    """(model, config): the snapshot's model in torch, in eval mode, and the run's configuration.
+    Raises ValueError naming every key that is missing on either side or whose shape differs."""
+    tensors, config, meta = read_snapshot(path)
+    preset = config.get("model", {}).get("preset", "")
+    if not preset:
+        raise ValueError(f"{path}: the model is given by [[model.layers]], not a preset; only "
+                         "presets have a torch counterpart here")
+    head = "classifier.1.weight" if preset == "mobilenet_v2" else "fc.weight"
+    first = "features.0.0.weight" if preset == "mobilenet_v2" else "conv1.weight"
+    if head not in tensors or first not in tensors:
+        raise ValueError(f"{path}: no {head} / {first}: not a {preset} snapshot")
+    model = build_model(preset, tensors[head].shape[0], resolved_stem(config),
+                        tensors[first].shape[1])
+    state = model.state_dict()
+    # num_batches_tracked only matters for BatchNorm(momentum=None); ddp_train does not keep it.
+    expected = {k for k in state if not k.endswith("num_batches_tracked")}
+    problems = [f"missing from the snapshot: {k} {tuple(state[k].shape)}"
+                for k in sorted(expected - tensors.keys())]
+    problems += [f"not in the torch model: {k} {tensors[k].shape}"
+                 for k in sorted(tensors.keys() - expected)]
+    problems += [f"{k}: snapshot {tensors[k].shape}, torch {tuple(state[k].shape)}"
+                 for k in sorted(expected & tensors.keys())
+                 if tuple(tensors[k].shape) != tuple(state[k].shape)]
+    if problems:
+        raise ValueError(f"{path} does not match torch's {preset}:\n  " + "\n  ".join(problems))
+    steps = int(meta.get("global_step", 0))
+    new_state = {k: (torch.from_numpy(tensors[k]) if k in tensors else torch.tensor(steps))
+                 for k in state}
+    model.load_state_dict(new_state, strict=True)
+    return model.eval(), config
+
+
+def _cifar10_records(files, limit):
+    raw = b"".join(open(f, "rb").read() for f in files)
+    rec = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 3073)
+    if limit > 0:
+        rec = rec[:limit]
+    return rec[:, 1:].reshape(-1, 3, 32, 32), rec[:, 0].astype(np.int64)
+
+
+def _normalisation(config, root):
+    """Per-channel (mean, std) as float32 on the [0,1] scale, as ddp_train computes them."""
+    data = config.get("data", {})
+    how = data.get("normalize", "config")
+    if how == "none":
+        return np.zeros(3, np.float32), np.ones(3, np.float32)
+    if how == "dataset":  # exact integer sums over the training set, as data::compute_normalization
+        files = [os.path.join(root, f"data_batch_{i}.bin") for i in range(1, 6)]
+        px, _ = _cifar10_records(files, int(data.get("train_limit", 0)))
+        count = px.shape[0] * 32 * 32
+        s = px.astype(np.uint64).sum(axis=(0, 2, 3))
+        q = (px.astype(np.uint64) ** 2).sum(axis=(0, 2, 3))
+        mean = s.astype(np.float64) / count
+        var = np.maximum(0.0, q.astype(np.float64) / count - mean * mean)
+        return (mean / 255.0).astype(np.float32), (np.sqrt(var) / 255.0).astype(np.float32)
+    mean = np.broadcast_to(np.asarray(data.get("mean", [0.5]), np.float64), 3)
+    std = np.broadcast_to(np.asarray(data.get("std", [0.5]), np.float64), 3)
+    return mean.astype(np.float32), std.astype(np.float32)
+
+
+def cifar10_test_set(config, root, limit=None):
+    """(images float32 [N,3,32,32], labels int64 [N]): the first `limit` test images (default:
+    data.test_limit) normalised bit for bit as ddp_train does: p * (1/(255 sd)) + (-mean/sd)."""
+    limit = int(config.get("data", {}).get("test_limit", 0)) if limit is None else limit
+    px, labels = _cifar10_records([os.path.join(root, "test_batch.bin")], limit)
+    mean, std = _normalisation(config, root)
+    sd = std.astype(np.float64)
+    scale = (1.0 / (255.0 * sd)).astype(np.float32).reshape(1, 3, 1, 1)
+    offset = (-mean.astype(np.float64) / sd).astype(np.float32).reshape(1, 3, 1, 1)
+    return px.astype(np.float32) * scale + offset, labels
+
+
+@torch.no_grad()
+def evaluate(model, images, labels, batch_size=256):
+    """(correct, summed cross-entropy) of the model in eval mode."""
+    model.eval()
+    correct, loss = 0, 0.0
+    for b in range(0, len(labels), batch_size):
+        x = torch.from_numpy(np.ascontiguousarray(images[b:b + batch_size]))
+        y = torch.from_numpy(labels[b:b + batch_size])
+        logits = model(x)
+        correct += int((logits.argmax(1) == y).sum())
+        loss += float(nn.functional.cross_entropy(logits.double(), y, reduction="sum"))
+    return correct, loss
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("snapshot")
+    ap.add_argument("--data-root", help="CIFAR-10 binary directory (default: the run's data.root)")
+    ap.add_argument("--test-limit", type=int, help="first N test images (default: data.test_limit)")
+    ap.add_argument("--save", help="also write the model's state_dict here (torch.save)")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    args = ap.parse_args(argv)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    try:
+        model, config = load_snapshot(args.snapshot)
+    except (ValueError, OSError, KeyError) as e:
+        sys.exit(f"snapshot_to_torch: {e}")
+    if args.save:
+        torch.save(model.state_dict(), args.save)
+    data = config.get("data", {})
+    if data.get("dataset", "cifar10") != "cifar10":
+        sys.exit(f"snapshot_to_torch: evaluation reads CIFAR-10; this run trained on "
+                 f"{data.get('dataset')} (load_snapshot still gives the model)")
+    root = args.data_root or data.get("root", "")
+    if not os.path.isfile(os.path.join(root, "test_batch.bin")):
+        sys.exit(f"snapshot_to_torch: no CIFAR-10 test_batch.bin in {root!r}; give --data-root")
+    images, labels = cifar10_test_set(config, root, args.test_limit)
+    correct, loss = evaluate(model, images, labels)
+    n = len(labels)
+    print(f"test accuracy: {100.0 * correct / n:.2f}% ({correct} of {n} correct), "
+          f"loss {loss / n:.4f}")
+
+
+if __name__ == "__main__":
+    main()

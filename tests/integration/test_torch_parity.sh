@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# PyTorch parity of the torchvision presets (needs python3-torch, python3-torchvision, python3-h5py):
+#  - resnet20 (32x32, label smoothing 0.1), resnet18 and mobilenet_v2 (cifar stem, 16x16), batch 4:
+#    torchvision's weights written into a snapshot, one training forward/backward in ddp_train
+#    (tests/tools/torch_parity_step) and in torch: logits, loss, every parameter gradient and the
+#    batch-norm running statistics within 1e-4, as ||ours - torch||_2 / ||torch||_2 per tensor
+#    (torch_parity.py);
+#  - a resnet20 trained briefly on real CIFAR-10: scripts/snapshot_to_torch.py's test accuracy and
+#    loss equal `ddp_train eval`'s (the same correct count of 500).
+source "$(dirname "$0")/lib.sh"
+TOOL="$(dirname "$BIN")/tests/torch_parity_step"
+[ -x "$TOOL" ] || skip "tests/torch_parity_step is not built next to $BIN (DDP_BUILD_TESTS=ON builds it)"
+# python3 may be another installation (pyenv) than Debian's, which has the packages.
+PY=""
+for candidate in python3 /usr/bin/python3; do
+  if "$candidate" -c "import torch, torchvision, h5py" 2> /dev/null; then PY=$candidate; break; fi
+done
+[ -n "$PY" ] || skip "no python3 with torch, torchvision and h5py (apt install python3-torchvision python3-h5py)"
+"$BIN" layers | grep -q "^relu6" ||
+  fail "this ddp_train has no relu6 layer type, which mobilenet_v2 needs"
+
+parity() {  # parity PRESET SIDE BATCH LABEL_SMOOTHING
+  "$PY" "$SRC/tests/integration/torch_parity.py" "$TOOL" "$WORK" "$@" > "$WORK/$1.log" 2>&1 ||
+    { cat "$WORK/$1.log"; fail "$1: ddp_train and torch disagree (or the comparison could not run)"; }
+  tail -1 "$WORK/$1.log"
+}
+parity resnet20 32 4 0.1
+parity resnet18 16 4 0
+parity mobilenet_v2 16 4 0
+
+[ -f "$CIFAR/test_batch.bin" ] || skip "parity passed; the trained-snapshot check needs real CIFAR-10 at $CIFAR"
+args=(--config "$SRC/configs/cifar_resnet20.toml" --data.root "$CIFAR" --data.train_limit 1024
+      --data.test_limit 500 --train.epochs 1 --train.batch_size 64 --optim.lr 0.1)
+"$BIN" "${args[@]}" --run-dir "$WORK/run" > "$WORK/train.log" 2>&1 ||
+  { cat "$WORK/train.log"; fail "training resnet20 failed"; }
+snap="$WORK/run/snapshot_e0001.h5"
+ours=$("$BIN" eval --snapshot "$snap" "${args[@]}" | grep "^test accuracy") || fail "ddp_train eval failed"
+theirs=$("$PY" "$SRC/scripts/snapshot_to_torch.py" "$snap" --data-root "$CIFAR") ||
+  fail "snapshot_to_torch.py failed: $theirs"
+echo "  ddp_train eval:       $ours"
+echo "  snapshot_to_torch.py: $theirs"
+# "test accuracy: 20.20% (500 samples), loss 2.1106" vs "test accuracy: 20.20% (101 of 500 correct),
+# loss 2.1106": the percentage of 500 samples is the correct count.
+acc() { sed -E 's/^test accuracy: ([0-9.]+)%.*/\1/' <<< "$1"; }
+loss() { sed -E 's/.*loss ([0-9.]+)$/\1/' <<< "$1"; }
+grep -q "(500 samples)" <<< "$ours" || fail "ddp_train eval did not evaluate 500 samples: $ours"
+grep -q "of 500 correct" <<< "$theirs" || fail "snapshot_to_torch.py did not evaluate 500 samples"
+[ "$(acc "$ours")" = "$(acc "$theirs")" ] || fail "test accuracy differs: $(acc "$ours")% vs $(acc "$theirs")%"
+[ "$(loss "$ours")" = "$(loss "$theirs")" ] || fail "test loss differs: $(loss "$ours") vs $(loss "$theirs")"
+# A model that predicts one class for everything would agree trivially.
+ge "$(acc "$ours")" 15 || fail "the trained resnet20 is at $(acc "$ours")%: too close to chance to compare"
+pass "resnet20, resnet18, mobilenet_v2 match torch within 1e-4; snapshot_to_torch.py reproduces ddp_train eval"
