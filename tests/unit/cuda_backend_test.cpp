@@ -113,7 +113,8 @@ struct ConvCase {
 ConvGeom conv_geom(std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k, std::int64_t r,
                    std::int64_t stride, std::int64_t pad, bool bias) {
   ConvGeom g;
-  g.c = c, g.h = h, g.w = w, g.k = k, g.r = g.s = r, g.stride = stride, g.pad = pad, g.bias = bias;
+  g.c = c, g.h = h, g.w = w, g.k = k, g.r = g.s = r, g.bias = bias;
+  g.stride_h = g.stride_w = stride, g.pad_h = g.pad_w = pad;
   g.oh = (h + 2 * pad - r) / stride + 1;
   g.ow = (w + 2 * pad - r) / stride + 1;
   return g;

@@ -13,11 +13,14 @@
 
 namespace ddp::backend {
 
-// Convolution of an NCHW input with KCRS weights.
+// Convolution of an NCHW input with weights [k, c / groups, r, s] (PyTorch's layout): input and
+// output channels split into `groups` equal parts, part g of the output seeing only part g of the
+// input (depthwise: groups = c). Dilation counts as PyTorch does (1 = dense kernel).
 struct ConvGeom {
   std::int64_t c = 0, h = 0, w = 0;  // input
   std::int64_t k = 0, r = 0, s = 0;  // output channels, kernel height/width
-  std::int64_t stride = 1, pad = 0;
+  std::int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  std::int64_t dil_h = 1, dil_w = 1, groups = 1;
   std::int64_t oh = 0, ow = 0;  // output height/width
   bool bias = true;
 };

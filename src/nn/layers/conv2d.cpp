@@ -35,15 +35,16 @@ Shape Conv2d::infer(const Shape& in) {
   g_.w = in[2];
   g_.k = spec().out_channels;
   g_.r = g_.s = spec().kernel;
-  g_.stride = spec().stride > 0 ? spec().stride : 1;
-  g_.pad = spec().padding;
+  g_.stride_h = g_.stride_w = spec().stride > 0 ? spec().stride : 1;
+  g_.pad_h = g_.pad_w = spec().padding;
   g_.bias = spec().bias;
-  if (g_.h + 2 * g_.pad < g_.r || g_.w + 2 * g_.pad < g_.s)
+  if (g_.h + 2 * g_.pad_h < g_.r || g_.w + 2 * g_.pad_w < g_.s)
     shape_error(*this, in,
                 "kernel " + std::to_string(g_.r) + " is larger than the padded input " +
-                    std::to_string(g_.h + 2 * g_.pad) + "x" + std::to_string(g_.w + 2 * g_.pad));
-  g_.oh = pooled_extent(g_.h, g_.r, g_.stride, g_.pad);
-  g_.ow = pooled_extent(g_.w, g_.s, g_.stride, g_.pad);
+                    std::to_string(g_.h + 2 * g_.pad_h) + "x" +
+                    std::to_string(g_.w + 2 * g_.pad_w));
+  g_.oh = pooled_extent(g_.h, g_.r, g_.stride_h, g_.pad_h);
+  g_.ow = pooled_extent(g_.w, g_.s, g_.stride_w, g_.pad_w);
   op_ = be_.conv(g_);
   return Shape{g_.k, g_.oh, g_.ow};
 }
