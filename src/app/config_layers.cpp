@@ -69,11 +69,18 @@ class LayerReader {
                           std::string(lk.name) + "' (" + std::string(lk.help) + ")");
       }
     }
+    // Temporary (kern branch): the schema reads one integer into .h; square it until the lead's
+    // schema reads integers and [h, w] pairs.
+    spec_.kernel.w = spec_.kernel.h;
+    spec_.stride.w = spec_.stride.h;
+    spec_.padding.w = spec_.padding.h;
     // PyTorch's rule: a pooling window must overlap the image by at least half.
-    if ((spec_.type == "maxpool" || spec_.type == "avgpool") && 2 * spec_.padding > spec_.kernel) {
-      throw ConfigError(
-          at(line_of("padding")) + ": " + label() + ": padding = " + std::to_string(spec_.padding) +
-          ": must be at most kernel / 2 (kernel = " + std::to_string(spec_.kernel) + ")");
+    if ((spec_.type == "maxpool" || spec_.type == "avgpool") &&
+        2 * spec_.padding.h > spec_.kernel.h) {
+      throw ConfigError(at(line_of("padding")) + ": " + label() +
+                        ": padding = " + std::to_string(spec_.padding.h) +
+                        ": must be at most kernel / 2 (kernel = " + std::to_string(spec_.kernel.h) +
+                        ")");
     }
     return spec_;
   }

@@ -15,9 +15,15 @@ class Pool final : public Layer {
     g_.c = in[0];
     g_.h = in[1];
     g_.w = in[2];
-    g_.kh = g_.kw = spec().kernel;
-    g_.stride = spec().stride > 0 ? spec().stride : spec().kernel;
-    g_.pad = spec().padding;
+    const LayerSpec& sp = spec();
+    // The pooling kernels take one stride and one padding for both axes.
+    if (sp.kernel.h != sp.kernel.w || sp.stride.h != sp.stride.w || sp.padding.h != sp.padding.w)
+      shape_error(*this, in,
+                  "pooling takes a square window: kernel, stride and padding equal in "
+                  "height and width");
+    g_.kh = g_.kw = sp.kernel.h;
+    g_.stride = sp.stride.h > 0 ? sp.stride.h : sp.kernel.h;
+    g_.pad = sp.padding.h;
     if (g_.pad * 2 > g_.kh) shape_error(*this, in, "padding must be at most half the kernel size");
     if (g_.h + 2 * g_.pad < g_.kh || g_.w + 2 * g_.pad < g_.kw)
       shape_error(*this, in, "window " + std::to_string(g_.kh) + " is larger than the input");
