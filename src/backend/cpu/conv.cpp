@@ -169,7 +169,9 @@ class Conv final : public ConvOp {
     p.bwd_w.execute(stream(), args);
     p.w_dwei->out_done();
     if (dx) {
-      p.bwd_d.execute(stream(), {{DNNL_ARG_DIFF_DST, p.d_ddst->in(dy)},
+      // The weights pass's copy of dy, when the data pass wants the same layout.
+      const dnnl::memory& ddst = p.d_ddst ? p.d_ddst->in(dy) : p.w_ddst->in(dy, false);
+      p.bwd_d.execute(stream(), {{DNNL_ARG_DIFF_DST, ddst},
                                  {DNNL_ARG_WEIGHTS, p.d_wei->in(w, weights)},
                                  {DNNL_ARG_DIFF_SRC, p.d_dsrc->out(dx)}});
       p.d_dsrc->out_done();
@@ -248,7 +250,10 @@ class Conv final : public ConvOp {
     p.w_src.emplace(src, bwd_w_pd.src_desc(), true, bwd_end);
     p.w_ddst.emplace(dst, bwd_w_pd.diff_dst_desc(), true, bwd_end);
     p.w_dwei.emplace(wei, bwd_w_pd.diff_weights_desc(), false, bwd_end);
-    p.d_ddst.emplace(dst, bwd_d_pd.diff_dst_desc(), true, bwd_end);
+    // Both backward passes read dy; one reorder serves both when they want the same layout (most
+    // layers: a whole pass over dy saved, the cost of a depthwise convolution's compute).
+    if (bwd_d_pd.diff_dst_desc() != bwd_w_pd.diff_dst_desc())
+      p.d_ddst.emplace(dst, bwd_d_pd.diff_dst_desc(), true, bwd_end);
     p.d_wei.emplace(wei, bwd_d_pd.weights_desc(), true, bwd_end);
     p.d_dsrc.emplace(src, bwd_d_pd.diff_src_desc(), false, bwd_end);
     p.arena_bytes = std::max(fwd_end, bwd_end);
