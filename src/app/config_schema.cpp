@@ -436,6 +436,7 @@ const std::vector<LayerKey>& layer_keys() {
       {DDP_LAYER_KEY(momentum), .help = "running-statistics momentum (PyTorch convention)",
        .range = {.lo = 0.0, .hi = 1.0, .lo_open = true}},
       {DDP_LAYER_KEY(eps), .help = "variance epsilon", .range = above(0.0)},
+      {DDP_LAYER_KEY(slope), .help = "negative slope", .range = at_least(0.0)},
   };
   return keys;
 }

@@ -142,7 +142,7 @@ kernel = 3
 TEST_F(ConfigLayersTest, UnknownTypeOrKey) {
   EXPECT_THAT(error_for("[[model.layers]]\ntype = \"conv\"\n"),
               HasSubstr(at(2) + ": model.layers[0]: type = \"conv\": must be one of conv2d, linear, "
-                                "batchnorm, relu, maxpool"));
+                                "batchnorm, relu, relu6"));
   EXPECT_THAT(error_for("[[model.layers]]\ntype = \"conv\"\n"),
               HasSubstr("did you mean 'conv2d'?"));
   EXPECT_THAT(error_for("[[model.layers]]\ntype = \"maxpool\"\nkernal = 2\n"),

@@ -113,9 +113,23 @@ struct ConvCase {
 ConvGeom conv_geom(std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k, std::int64_t r,
                    std::int64_t stride, std::int64_t pad, bool bias) {
   ConvGeom g;
-  g.c = c, g.h = h, g.w = w, g.k = k, g.r = g.s = r, g.stride = stride, g.pad = pad, g.bias = bias;
+  g.c = c, g.h = h, g.w = w, g.k = k, g.r = g.s = r, g.bias = bias;
+  g.stride_h = g.stride_w = stride, g.pad_h = g.pad_w = pad;
   g.oh = (h + 2 * pad - r) / stride + 1;
   g.ow = (w + 2 * pad - r) / stride + 1;
+  return g;
+}
+
+// Groups, dilation and per-axis geometry on top of conv_geom's.
+ConvGeom conv_geom_ex(std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
+                      std::int64_t groups, std::int64_t r, std::int64_t s, std::int64_t sh,
+                      std::int64_t sw, std::int64_t ph, std::int64_t pw, std::int64_t dh,
+                      std::int64_t dw) {
+  ConvGeom g = conv_geom(c, h, w, k, r, 1, 0, true);
+  g.s = s, g.groups = groups;
+  g.stride_h = sh, g.stride_w = sw, g.pad_h = ph, g.pad_w = pw, g.dil_h = dh, g.dil_w = dw;
+  g.oh = (h + 2 * ph - (r - 1) * dh - 1) / sh + 1;
+  g.ow = (w + 2 * pw - (s - 1) * dw - 1) / sw + 1;
   return g;
 }
 
@@ -126,6 +140,11 @@ TEST_F(CudaVsCpu, ConvolutionForwardBackward) {
       {"vgg.conv2 32x16x16 k3 p1", conv_geom(32, 16, 16, 64, 3, 1, 1, true), 4},
       {"odd 8x9x7 k3 s2 p1 no bias", conv_geom(8, 9, 7, 5, 3, 2, 1, false), 3},
       {"1x1 16x5x5", conv_geom(16, 5, 5, 8, 1, 1, 0, true), 2},
+      {"2 groups 8x9x9 k3 p1", conv_geom_ex(8, 9, 9, 12, 2, 3, 3, 1, 1, 1, 1, 1, 1), 4},
+      {"depthwise 32x12x12 k3 s2 p1", conv_geom_ex(32, 12, 12, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1), 4},
+      {"depthwise x2 4x7x7 k3 p1", conv_geom_ex(4, 7, 7, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1), 3},
+      {"dilated 2 16x10x10 k3 p2", conv_geom_ex(16, 10, 10, 8, 1, 3, 3, 1, 1, 2, 2, 2, 2), 3},
+      {"rect 3x1 s2x1 p1x0 d1x2 6x9x7", conv_geom_ex(6, 9, 7, 4, 2, 3, 2, 2, 1, 1, 0, 1, 2), 3},
   };
   std::uint64_t seed = 1;
   for (const auto& c : cases) {
@@ -133,7 +152,7 @@ TEST_F(CudaVsCpu, ConvolutionForwardBackward) {
     const ConvGeom& g = c.g;
     const auto xn = static_cast<std::size_t>(c.n * g.c * g.h * g.w);
     const auto yn = static_cast<std::size_t>(c.n * g.k * g.oh * g.ow);
-    const auto wn = static_cast<std::size_t>(g.k * g.c * g.r * g.s);
+    const auto wn = static_cast<std::size_t>(g.k * (g.c / g.groups) * g.r * g.s);
     const auto bn = static_cast<std::size_t>(g.k);
     const auto x = random_vec(xn, ++seed), w = random_vec(wn, ++seed, -0.3f, 0.3f),
                b = random_vec(bn, ++seed), dy = random_vec(yn, ++seed);
@@ -311,6 +330,46 @@ TEST_F(CudaVsCpu, BatchNormTrainingInferenceBackward) {
 }
 
 // --- element-wise --------------------------------------------------------------------------------
+
+// The relu family are the same selects on both backends (bitwise, in place too); gelu and silu
+// evaluate erf and exp with oneDNN's polynomials on the CPU and CUDA's erff/expf: both within
+// 4e-7 of the exact values (ActivationValues in layer_gradcheck_test.cpp), so 1e-6 of the largest
+// value plus 2e-6 relative.
+TEST_F(CudaVsCpu, Activations) {
+  const std::size_t count = 10007;
+  const auto m = static_cast<std::int64_t>(count);
+  const auto x = random_vec(count, 410, -8.0f, 10.0f), dy = random_vec(count, 411);
+  const struct {
+    Activation kind;
+    const char* name;
+  } kinds[] = {{Activation::relu, "relu"},
+               {Activation::relu6, "relu6"},
+               {Activation::leaky_relu, "leaky_relu"},
+               {Activation::gelu, "gelu"},
+               {Activation::silu, "silu"}};
+  const float slope = 0.1f;
+  for (const auto& k : kinds) {
+    SCOPED_TRACE(k.name);
+    std::vector<float> y(count), dx(count);
+    cpu_->activation_forward(k.kind, slope, m, x.data(), y.data());
+    cpu_->activation_backward(k.kind, slope, m, x.data(), y.data(), dy.data(), dx.data());
+    auto X = up(x), DY = up(dy), Y = zeros(count), DX = zeros(count);
+    gpu_->activation_forward(k.kind, slope, m, X.floats(), Y.floats());
+    gpu_->activation_backward(k.kind, slope, m, X.floats(), Y.floats(), DY.floats(), DX.floats());
+    if (backward_uses_output(k.kind)) {
+      expect_equal(y, down(Y, count), "forward");
+      expect_equal(dx, down(DX, count), "backward");
+      // In place: y over x, dx over dy, reading only y.
+      gpu_->activation_forward(k.kind, slope, m, X.floats(), X.floats());
+      gpu_->activation_backward(k.kind, slope, m, nullptr, X.floats(), DY.floats(), DY.floats());
+      expect_equal(y, down(X, count), "forward in place");
+      expect_equal(dx, down(DY, count), "backward in place");
+    } else {
+      expect_close(y, down(Y, count), 1e-6, 2e-6, "forward");
+      expect_close(dx, down(DX, count), 1e-6, 2e-6, "backward");
+    }
+  }
+}
 
 TEST_F(CudaVsCpu, ReluDropoutMulExact) {
   const std::size_t count = 10007;  // not a multiple of any block size

@@ -13,14 +13,25 @@
 
 namespace ddp::backend {
 
-// Convolution of an NCHW input with KCRS weights.
+// Convolution of an NCHW input with weights [k, c / groups, r, s] (PyTorch's layout): input and
+// output channels split into `groups` equal parts, part g of the output seeing only part g of the
+// input (depthwise: groups = c). Dilation counts as PyTorch does (1 = dense kernel).
 struct ConvGeom {
   std::int64_t c = 0, h = 0, w = 0;  // input
   std::int64_t k = 0, r = 0, s = 0;  // output channels, kernel height/width
-  std::int64_t stride = 1, pad = 0;
+  std::int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  std::int64_t dil_h = 1, dil_w = 1, groups = 1;
   std::int64_t oh = 0, ow = 0;  // output height/width
   bool bias = true;
 };
+
+// Element-wise activations. relu, relu6 and leaky_relu (alpha = slope >= 0) have backward passes
+// that read only the output, so they may run in place; gelu (the exact erf form, PyTorch's
+// default) and silu (x * sigmoid(x)) need the input.
+enum class Activation { relu, relu6, leaky_relu, gelu, silu };
+constexpr bool backward_uses_output(Activation a) {
+  return a == Activation::relu || a == Activation::relu6 || a == Activation::leaky_relu;
+}
 
 class ConvOp {
  public:
@@ -94,9 +105,21 @@ class Backend {
   virtual std::unique_ptr<BatchNormOp> batch_norm(const BatchNormGeom& g) = 0;
 
   // Element-wise kernels over `count` floats.
-  virtual void relu_forward(std::int64_t count, const float* x, float* y) = 0;
+  // y = f(x); alpha is leaky_relu's slope (ignored by the others). y may be x.
+  virtual void activation_forward(Activation kind, float alpha, std::int64_t count, const float* x,
+                                  float* y) = 0;
+  // dx = f'(x) * dy. The output-based kinds (backward_uses_output) read only y, and x may be null;
+  // the others read only x, and y may be null. dx may be dy.
+  virtual void activation_backward(Activation kind, float alpha, std::int64_t count, const float* x,
+                                   const float* y, const float* dy, float* dx) = 0;
+  // Shorthands for relu.
+  void relu_forward(std::int64_t count, const float* x, float* y) {
+    activation_forward(Activation::relu, 0.0f, count, x, y);
+  }
   // dx = dy where y > 0 else 0 (uses the output, so it works in place).
-  virtual void relu_backward(std::int64_t count, const float* y, const float* dy, float* dx) = 0;
+  void relu_backward(std::int64_t count, const float* y, const float* dy, float* dx) {
+    activation_backward(Activation::relu, 0.0f, count, nullptr, y, dy, dx);
+  }
   // Inverted dropout: keep with probability 1-p, scale kept values by 1/(1-p). The mask of element
   // j of sample i is a pure function of (seed, sample_ids[i], j) and is stored in `mask` (count
   // floats).
