@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "ddp/error.hpp"
+#include "ddp/nn/batch_stats_reducer.hpp"
 #include "ddp/nn/layer_factory.hpp"
 #include "ddp/rng.hpp"
 
@@ -220,6 +221,22 @@ void Model::backward(const Tensor& dlogits, const std::function<void(std::size_t
       layers_[i]->backward(x, views_act_[i], dy, dx.empty() ? nullptr : &dx);
       dy = dx;
     }
+    if (on_layer_done && grad_ranges_[i].second > 0) on_layer_done(i);
+  }
+}
+
+void Model::set_batch_stats_reducer(BatchStatsReducer* reducer) {
+  for (auto& l : layers_)
+    if (auto* u = dynamic_cast<UsesBatchStatsReducer*>(l.get()))
+      u->set_batch_stats_reducer(reducer);
+}
+
+void Model::step_without_samples(const std::function<void(std::size_t)>& on_layer_done) {
+  for (auto& l : layers_)
+    if (auto* u = dynamic_cast<UsesBatchStatsReducer*>(l.get())) u->forward_without_samples();
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    if (auto* u = dynamic_cast<UsesBatchStatsReducer*>(layers_[i].get()))
+      u->backward_without_samples();
     if (on_layer_done && grad_ranges_[i].second > 0) on_layer_done(i);
   }
 }
