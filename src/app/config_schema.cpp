@@ -229,6 +229,10 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(model, preset),
        .help = "built-in architecture (\"\" when [[model.layers]] are given in the file)",
        .choices = preset_choices()},
+      {DDP_KEY(model, sync_batchnorm),
+       .help = "batch norm in training uses the statistics of every rank's samples (PyTorch's "
+               "SyncBatchNorm), so N ranks x B train as 1 rank x N*B; costs collectives per "
+               "batch-norm layer"},
 
       {DDP_KEY(train, epochs), .help = "passes over the training set", .range = at_least(1)},
       {DDP_KEY(train, batch_size), .help = "samples per step on each rank", .range = at_least(1)},
@@ -273,6 +277,9 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(optim, beta1), .help = "adam/adamw first-moment decay", .range = unit_open()},
       {DDP_KEY(optim, beta2), .help = "adam/adamw second-moment decay", .range = unit_open()},
       {DDP_KEY(optim, eps), .help = "adam/adamw denominator epsilon", .range = above(0.0)},
+      {DDP_KEY(optim, no_decay_norm_bias),
+       .help = "no weight decay on batch-norm weights and biases and on every *.bias (the usual "
+               "ResNet recipe)"},
 
       {DDP_KEY(schedule, name), .help = "learning-rate schedule",
        .choices = {"constant", "step", "cosine", "onecycle"}},

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -326,6 +327,93 @@ TEST_F(CudaVsCpu, BatchNormTrainingInferenceBackward) {
     gop->forward(c.n, X.floats(), G.floats(), BE.floats(), RM.floats(), RV.floats(), Y.floats(),
                  false);
     expect_close(y, down(Y, xn), 1e-5, 1e-4, "inference forward y");
+  }
+}
+
+// Sync batch norm's split passes (forward_sums/apply, backward_sums/apply) for two "ranks" of one
+// process: each rank's op instance on its part of the batch, the sums added on the host in place
+// of the all-reduce. The GPU's kernels against the CPU's loops (same tolerance as above), with
+// unequal parts and with an empty one.
+TEST_F(CudaVsCpu, SyncBatchNormSplitPasses) {
+  const std::int64_t c = 3, h = 4, w = 5;
+  for (const auto& parts : {std::vector<std::int64_t>{2, 5}, std::vector<std::int64_t>{4, 0}}) {
+    SCOPED_TRACE("parts " + std::to_string(parts[0]) + "+" + std::to_string(parts[1]));
+    BatchNormGeom g;
+    g.c = c, g.h = h, g.w = w, g.eps = 1e-5f, g.momentum = 0.1f;
+    const auto per = static_cast<std::size_t>(c * h * w), cn = static_cast<std::size_t>(c);
+    const auto gamma = random_vec(cn, 401, 0.5f, 1.5f), beta = random_vec(cn, 402);
+    auto G = up(gamma), BE = up(beta);
+    struct Rank {
+      std::int64_t n;
+      std::vector<float> x, dy, y, dx, rm, rv, dg, db;
+      std::unique_ptr<BatchNormOp> cop, gop;
+      DeviceBuffer X, DY, Y, DX, RM, RV, DG, DB;
+    };
+    std::vector<Rank> ranks(2);
+    for (std::size_t r = 0; r < 2; ++r) {
+      Rank& k = ranks[r];
+      k.n = parts[r];
+      const auto xn = static_cast<std::size_t>(k.n) * per;
+      k.x = random_vec(xn, 410 + r, -2.0f, 3.0f);
+      k.dy = random_vec(xn, 420 + r);
+      k.y.assign(xn, 0.0f);
+      k.dx.assign(xn, 0.0f);
+      k.rm = random_vec(cn, 430, -0.2f, 0.2f);  // replicas: the same on both
+      k.rv = random_vec(cn, 431, 0.5f, 2.0f);
+      k.dg.assign(cn, 0.0f);
+      k.db.assign(cn, 0.0f);
+      k.cop = cpu_->batch_norm(g);
+      k.gop = gpu_->batch_norm(g);
+      k.X = up(k.x), k.DY = up(k.dy), k.Y = zeros(xn), k.DX = zeros(xn);
+      k.RM = up(k.rm), k.RV = up(k.rv), k.DG = zeros(cn), k.DB = zeros(cn);
+    }
+    // The all-reduce: every rank's sums added, in place, on the host.
+    const auto sum_cpu = [](std::vector<std::span<double>> s) {
+      for (std::size_t i = 0; i < s[0].size(); ++i) s[0][i] = s[1][i] = s[0][i] + s[1][i];
+    };
+    const auto sum_gpu = [&](std::vector<std::span<double>> s) {
+      std::vector<double> a(s[0].size()), b(s[1].size());
+      gpu_->to_host(s[0].data(), a.data(), a.size() * sizeof(double));
+      gpu_->to_host(s[1].data(), b.data(), b.size() * sizeof(double));
+      for (std::size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+      gpu_->to_device(a.data(), s[0].data(), a.size() * sizeof(double));
+      gpu_->to_device(a.data(), s[1].data(), a.size() * sizeof(double));
+    };
+    const auto ptr = [](std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
+    const auto dptr = [](const Rank& k, const DeviceBuffer& b) {
+      return k.n == 0 ? nullptr : b.floats();
+    };
+    std::vector<std::span<double>> cs, gs;
+    for (auto& k : ranks) {
+      cs.push_back(k.cop->forward_sums(k.n, ptr(k.x)));
+      gs.push_back(k.gop->forward_sums(k.n, dptr(k, k.X)));
+    }
+    sum_cpu(cs);
+    sum_gpu(gs);
+    cs.clear();
+    gs.clear();
+    for (auto& k : ranks) {
+      k.cop->forward_apply(k.n, ptr(k.x), gamma.data(), beta.data(), k.rm.data(), k.rv.data(),
+                           ptr(k.y));
+      k.gop->forward_apply(k.n, dptr(k, k.X), G.floats(), BE.floats(), k.RM.floats(), k.RV.floats(),
+                           dptr(k, k.Y));
+      cs.push_back(k.cop->backward_sums(k.n, ptr(k.x), ptr(k.dy), k.dg.data(), k.db.data()));
+      gs.push_back(
+          k.gop->backward_sums(k.n, dptr(k, k.X), dptr(k, k.DY), k.DG.floats(), k.DB.floats()));
+    }
+    sum_cpu(cs);
+    sum_gpu(gs);
+    for (auto& k : ranks) {
+      k.cop->backward_apply(k.n, ptr(k.x), ptr(k.dy), gamma.data(), ptr(k.dx));
+      k.gop->backward_apply(k.n, dptr(k, k.X), dptr(k, k.DY), G.floats(), dptr(k, k.DX));
+      const auto xn = k.y.size();
+      expect_close(k.y, down(k.Y, xn), 1e-5, 1e-4, "forward y");
+      expect_close(k.dx, down(k.DX, xn), 1e-5, 1e-4, "backward dx");
+      expect_close(k.rm, down(k.RM, cn), 1e-5, 1e-4, "running mean");
+      expect_close(k.rv, down(k.RV, cn), 1e-5, 1e-4, "running variance");
+      expect_close(k.dg, down(k.DG, cn), 1e-5, 1e-4, "this rank's dgamma");
+      expect_close(k.db, down(k.DB, cn), 1e-5, 1e-4, "this rank's dbeta");
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "ddp/tensor.hpp"
@@ -91,6 +92,25 @@ class BatchNormOp {
                        float* running_mean, float* running_var, float* y, bool training) = 0;
   virtual void backward(std::int64_t n, const float* x, const float* dy, const float* gamma,
                         float* dx, float* dgamma, float* dbeta) = 0;
+
+  // Sync batch norm: statistics over the samples of several ranks (PyTorch's SyncBatchNorm). Each
+  // pass is split in two around a sum over the ranks of the op's per-channel sums, which live in
+  // a buffer of doubles that the op owns, in the backend's memory:
+  //   forward_sums:   [sum x (c) | sum x^2 (c) | n*h*w] of this rank's n samples;
+  //   forward_apply:  mean and biased variance of the summed samples normalise x; the running
+  //                   statistics take the unbiased variance (nothing changes when no rank had a
+  //                   sample);
+  //   backward_sums:  [sum dy (c) | sum dy*xhat (c)] of this rank; dbeta and dgamma get them (the
+  //                   local parameter gradients, which the gradient all-reduce sums);
+  //   backward_apply: dx from the summed pair and the summed sample count (dx may be null).
+  // n may be 0 (x, y, dy, dx null then): a rank without samples still takes part.
+  virtual std::span<double> forward_sums(std::int64_t n, const float* x) = 0;
+  virtual void forward_apply(std::int64_t n, const float* x, const float* gamma, const float* beta,
+                             float* running_mean, float* running_var, float* y) = 0;
+  virtual std::span<double> backward_sums(std::int64_t n, const float* x, const float* dy,
+                                          float* dgamma, float* dbeta) = 0;
+  virtual void backward_apply(std::int64_t n, const float* x, const float* dy, const float* gamma,
+                              float* dx) = 0;
 };
 
 class Backend {
