@@ -237,6 +237,10 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(model, zero_init_residual),
        .help = "resnet presets: the last batch norm of each residual block starts with weight 0 "
                "(torchvision's zero_init_residual)"},
+      {DDP_KEY(model, sync_batchnorm),
+       .help = "batch norm in training uses the statistics of every rank's samples (PyTorch's "
+               "SyncBatchNorm), so N ranks x B train as 1 rank x N*B; costs collectives per "
+               "batch-norm layer"},
 
       {DDP_KEY(train, epochs), .help = "passes over the training set", .range = at_least(1)},
       {DDP_KEY(train, batch_size), .help = "samples per step on each rank", .range = at_least(1)},
@@ -281,6 +285,9 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(optim, beta1), .help = "adam/adamw first-moment decay", .range = unit_open()},
       {DDP_KEY(optim, beta2), .help = "adam/adamw second-moment decay", .range = unit_open()},
       {DDP_KEY(optim, eps), .help = "adam/adamw denominator epsilon", .range = above(0.0)},
+      {DDP_KEY(optim, no_decay_norm_bias),
+       .help = "no weight decay on batch-norm weights and biases and on every *.bias (the usual "
+               "ResNet recipe)"},
 
       {DDP_KEY(schedule, name), .help = "learning-rate schedule",
        .choices = {"constant", "step", "cosine", "onecycle"}},
@@ -444,6 +451,7 @@ const std::vector<LayerKey>& layer_keys() {
       {DDP_LAYER_KEY(momentum), .help = "running-statistics momentum (PyTorch convention)",
        .range = {.lo = 0.0, .hi = 1.0, .lo_open = true}},
       {DDP_LAYER_KEY(eps), .help = "variance epsilon", .range = above(0.0)},
+      {DDP_LAYER_KEY(slope), .help = "negative slope", .range = at_least(0.0)},
   };
   return keys;
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ddp/error.hpp"
+#include "ddp/nn/batch_stats_reducer.hpp"
 #include "ddp/nn/graph.hpp"
 #include "ddp/nn/layer_factory.hpp"
 #include "ddp/rng.hpp"
@@ -191,6 +192,22 @@ void Model::backward(const Tensor& dlogits, const std::function<void(std::size_t
   graph_->backward(dlogits, [&](std::size_t i) {
     if (on_layer_done && grad_ranges_[i].second > 0) on_layer_done(i);
   });
+}
+
+void Model::set_batch_stats_reducer(BatchStatsReducer* reducer) {
+  for (auto& l : layers_)
+    if (auto* u = dynamic_cast<UsesBatchStatsReducer*>(l.get()))
+      u->set_batch_stats_reducer(reducer);
+}
+
+void Model::step_without_samples(const std::function<void(std::size_t)>& on_layer_done) {
+  for (auto& l : layers_)
+    if (auto* u = dynamic_cast<UsesBatchStatsReducer*>(l.get())) u->forward_without_samples();
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    if (auto* u = dynamic_cast<UsesBatchStatsReducer*>(layers_[i].get()))
+      u->backward_without_samples();
+    if (on_layer_done && grad_ranges_[i].second > 0) on_layer_done(i);
+  }
 }
 
 std::uint64_t Model::digest() const {

@@ -96,7 +96,9 @@ bool is_invocation_key(const std::string& key) {
 }
 
 bool changes_meaning(const std::string& key) {
-  return key.rfind("model.", 0) == 0 || key == "data.dataset" || key == "optim.name";
+  // model.sync_batchnorm changes how batches are normalised, not what the weights are.
+  return (key.rfind("model.", 0) == 0 && key != "model.sync_batchnorm") || key == "data.dataset" ||
+         key == "optim.name";
 }
 
 bool fixes_sample_position(const std::string& key) {

@@ -18,6 +18,7 @@
 #include "ddp/data/readers.hpp"
 #include "ddp/data/sampler.hpp"
 #include "ddp/error.hpp"
+#include "ddp/nn/norm_and_bias.hpp"
 #include "ddp/rng.hpp"
 #include "ddp/runtime/runtime.hpp"
 #include "ddp/runtime/signals.hpp"
@@ -121,7 +122,12 @@ Trainer::Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream&
   dlogits_ = be_->alloc(Shape{micro_batch_, train_.num_classes()});
   sample_ids_.resize(static_cast<std::size_t>(rank_batch_));
   if (k > 1) accum_ = be_->alloc(Shape{static_cast<std::int64_t>(model_->grads().size())});
-  opt_ = optim::Optimizer::create(cfg_.optim, *be_, model_->params().size());
+  opt_ = optim::Optimizer::create(cfg_.optim, *be_, model_->params().size(),
+                                  nn::norm_and_bias_ranges(*model_));
+  if (cfg_.model.sync_batchnorm && world > 1) {
+    bn_reducer_ = std::make_unique<sync::CommBatchStatsReducer>(*grad_comm_);
+    model_->set_batch_stats_reducer(bn_reducer_.get());
+  }
   if (world > 1) {
     const auto mib = [](double m) { return static_cast<std::size_t>(m * 1024 * 1024); };
     sync_ = std::make_unique<sync::GradientSync>(*model_, *grad_comm_, mib(cfg_.comm.bucket_mb),
@@ -191,6 +197,11 @@ void Trainer::train_step(const float* images, const std::int32_t* labels, std::i
                          : std::span<const float>());
     if (len == 0) {
       be_->fill(static_cast<std::int64_t>(grads.size()), 0.0f, grads.data());
+      // Sync batch norm: the other ranks' forward and backward make collectives to join, in order.
+      if (bn_reducer_ && last && overlap)
+        model_->step_without_samples([this](std::size_t layer) { sync_->on_layer_done(layer); });
+      else if (bn_reducer_)
+        model_->step_without_samples();
       if (last && overlap) sync_->finish();
     } else {
       ctx.sample_ids = sample_ids_.data() + b;
@@ -231,7 +242,8 @@ void Trainer::train_step(const float* images, const std::int32_t* labels, std::i
 }
 
 void Trainer::average_buffers() {
-  if (comm_.size() == 1 || model_->host_buffers().empty()) return;
+  // With sync batch norm the running statistics are the same on every rank already.
+  if (comm_.size() == 1 || bn_reducer_ || model_->host_buffers().empty()) return;
   // Each rank's batch-norm running statistics saw only its own batches: every rank takes their
   // mean (all-reduce, then the same scaling everywhere, so the replicas agree bitwise again).
   model_->pull_state();

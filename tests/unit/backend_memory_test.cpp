@@ -125,11 +125,13 @@ class SeparateMemoryBackend final : public Backend {
   std::unique_ptr<BatchNormOp> batch_norm(const BatchNormGeom& g) override {
     return cpu_->batch_norm(g);
   }
-  void relu_forward(std::int64_t c, const float* x, float* y) override {
-    cpu_->relu_forward(c, x, y);
+  void activation_forward(Activation k, float a, std::int64_t c, const float* x,
+                          float* y) override {
+    cpu_->activation_forward(k, a, c, x, y);
   }
-  void relu_backward(std::int64_t c, const float* y, const float* dy, float* dx) override {
-    cpu_->relu_backward(c, y, dy, dx);
+  void activation_backward(Activation k, float a, std::int64_t c, const float* x, const float* y,
+                           const float* dy, float* dx) override {
+    cpu_->activation_backward(k, a, c, x, y, dy, dx);
   }
   void dropout_forward(std::int64_t n, std::int64_t per, float p, std::uint64_t seed,
                        const std::int64_t* ids, const float* x, float* mask, float* y) override {

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -113,9 +114,23 @@ struct ConvCase {
 ConvGeom conv_geom(std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k, std::int64_t r,
                    std::int64_t stride, std::int64_t pad, bool bias) {
   ConvGeom g;
-  g.c = c, g.h = h, g.w = w, g.k = k, g.r = g.s = r, g.stride = stride, g.pad = pad, g.bias = bias;
+  g.c = c, g.h = h, g.w = w, g.k = k, g.r = g.s = r, g.bias = bias;
+  g.stride_h = g.stride_w = stride, g.pad_h = g.pad_w = pad;
   g.oh = (h + 2 * pad - r) / stride + 1;
   g.ow = (w + 2 * pad - r) / stride + 1;
+  return g;
+}
+
+// Groups, dilation and per-axis geometry on top of conv_geom's.
+ConvGeom conv_geom_ex(std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
+                      std::int64_t groups, std::int64_t r, std::int64_t s, std::int64_t sh,
+                      std::int64_t sw, std::int64_t ph, std::int64_t pw, std::int64_t dh,
+                      std::int64_t dw) {
+  ConvGeom g = conv_geom(c, h, w, k, r, 1, 0, true);
+  g.s = s, g.groups = groups;
+  g.stride_h = sh, g.stride_w = sw, g.pad_h = ph, g.pad_w = pw, g.dil_h = dh, g.dil_w = dw;
+  g.oh = (h + 2 * ph - (r - 1) * dh - 1) / sh + 1;
+  g.ow = (w + 2 * pw - (s - 1) * dw - 1) / sw + 1;
   return g;
 }
 
@@ -126,6 +141,11 @@ TEST_F(CudaVsCpu, ConvolutionForwardBackward) {
       {"vgg.conv2 32x16x16 k3 p1", conv_geom(32, 16, 16, 64, 3, 1, 1, true), 4},
       {"odd 8x9x7 k3 s2 p1 no bias", conv_geom(8, 9, 7, 5, 3, 2, 1, false), 3},
       {"1x1 16x5x5", conv_geom(16, 5, 5, 8, 1, 1, 0, true), 2},
+      {"2 groups 8x9x9 k3 p1", conv_geom_ex(8, 9, 9, 12, 2, 3, 3, 1, 1, 1, 1, 1, 1), 4},
+      {"depthwise 32x12x12 k3 s2 p1", conv_geom_ex(32, 12, 12, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1), 4},
+      {"depthwise x2 4x7x7 k3 p1", conv_geom_ex(4, 7, 7, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1), 3},
+      {"dilated 2 16x10x10 k3 p2", conv_geom_ex(16, 10, 10, 8, 1, 3, 3, 1, 1, 2, 2, 2, 2), 3},
+      {"rect 3x1 s2x1 p1x0 d1x2 6x9x7", conv_geom_ex(6, 9, 7, 4, 2, 3, 2, 2, 1, 1, 0, 1, 2), 3},
   };
   std::uint64_t seed = 1;
   for (const auto& c : cases) {
@@ -133,7 +153,7 @@ TEST_F(CudaVsCpu, ConvolutionForwardBackward) {
     const ConvGeom& g = c.g;
     const auto xn = static_cast<std::size_t>(c.n * g.c * g.h * g.w);
     const auto yn = static_cast<std::size_t>(c.n * g.k * g.oh * g.ow);
-    const auto wn = static_cast<std::size_t>(g.k * g.c * g.r * g.s);
+    const auto wn = static_cast<std::size_t>(g.k * (g.c / g.groups) * g.r * g.s);
     const auto bn = static_cast<std::size_t>(g.k);
     const auto x = random_vec(xn, ++seed), w = random_vec(wn, ++seed, -0.3f, 0.3f),
                b = random_vec(bn, ++seed), dy = random_vec(yn, ++seed);
@@ -310,7 +330,134 @@ TEST_F(CudaVsCpu, BatchNormTrainingInferenceBackward) {
   }
 }
 
+// Sync batch norm's split passes (forward_sums/apply, backward_sums/apply) for two "ranks" of one
+// process: each rank's op instance on its part of the batch, the sums added on the host in place
+// of the all-reduce. The GPU's kernels against the CPU's loops (same tolerance as above), with
+// unequal parts and with an empty one.
+TEST_F(CudaVsCpu, SyncBatchNormSplitPasses) {
+  const std::int64_t c = 3, h = 4, w = 5;
+  for (const auto& parts : {std::vector<std::int64_t>{2, 5}, std::vector<std::int64_t>{4, 0}}) {
+    SCOPED_TRACE("parts " + std::to_string(parts[0]) + "+" + std::to_string(parts[1]));
+    BatchNormGeom g;
+    g.c = c, g.h = h, g.w = w, g.eps = 1e-5f, g.momentum = 0.1f;
+    const auto per = static_cast<std::size_t>(c * h * w), cn = static_cast<std::size_t>(c);
+    const auto gamma = random_vec(cn, 401, 0.5f, 1.5f), beta = random_vec(cn, 402);
+    auto G = up(gamma), BE = up(beta);
+    struct Rank {
+      std::int64_t n;
+      std::vector<float> x, dy, y, dx, rm, rv, dg, db;
+      std::unique_ptr<BatchNormOp> cop, gop;
+      DeviceBuffer X, DY, Y, DX, RM, RV, DG, DB;
+    };
+    std::vector<Rank> ranks(2);
+    for (std::size_t r = 0; r < 2; ++r) {
+      Rank& k = ranks[r];
+      k.n = parts[r];
+      const auto xn = static_cast<std::size_t>(k.n) * per;
+      k.x = random_vec(xn, 410 + r, -2.0f, 3.0f);
+      k.dy = random_vec(xn, 420 + r);
+      k.y.assign(xn, 0.0f);
+      k.dx.assign(xn, 0.0f);
+      k.rm = random_vec(cn, 430, -0.2f, 0.2f);  // replicas: the same on both
+      k.rv = random_vec(cn, 431, 0.5f, 2.0f);
+      k.dg.assign(cn, 0.0f);
+      k.db.assign(cn, 0.0f);
+      k.cop = cpu_->batch_norm(g);
+      k.gop = gpu_->batch_norm(g);
+      k.X = up(k.x), k.DY = up(k.dy), k.Y = zeros(xn), k.DX = zeros(xn);
+      k.RM = up(k.rm), k.RV = up(k.rv), k.DG = zeros(cn), k.DB = zeros(cn);
+    }
+    // The all-reduce: every rank's sums added, in place, on the host.
+    const auto sum_cpu = [](std::vector<std::span<double>> s) {
+      for (std::size_t i = 0; i < s[0].size(); ++i) s[0][i] = s[1][i] = s[0][i] + s[1][i];
+    };
+    const auto sum_gpu = [&](std::vector<std::span<double>> s) {
+      std::vector<double> a(s[0].size()), b(s[1].size());
+      gpu_->to_host(s[0].data(), a.data(), a.size() * sizeof(double));
+      gpu_->to_host(s[1].data(), b.data(), b.size() * sizeof(double));
+      for (std::size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+      gpu_->to_device(a.data(), s[0].data(), a.size() * sizeof(double));
+      gpu_->to_device(a.data(), s[1].data(), a.size() * sizeof(double));
+    };
+    const auto ptr = [](std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
+    const auto dptr = [](const Rank& k, const DeviceBuffer& b) {
+      return k.n == 0 ? nullptr : b.floats();
+    };
+    std::vector<std::span<double>> cs, gs;
+    for (auto& k : ranks) {
+      cs.push_back(k.cop->forward_sums(k.n, ptr(k.x)));
+      gs.push_back(k.gop->forward_sums(k.n, dptr(k, k.X)));
+    }
+    sum_cpu(cs);
+    sum_gpu(gs);
+    cs.clear();
+    gs.clear();
+    for (auto& k : ranks) {
+      k.cop->forward_apply(k.n, ptr(k.x), gamma.data(), beta.data(), k.rm.data(), k.rv.data(),
+                           ptr(k.y));
+      k.gop->forward_apply(k.n, dptr(k, k.X), G.floats(), BE.floats(), k.RM.floats(), k.RV.floats(),
+                           dptr(k, k.Y));
+      cs.push_back(k.cop->backward_sums(k.n, ptr(k.x), ptr(k.dy), k.dg.data(), k.db.data()));
+      gs.push_back(
+          k.gop->backward_sums(k.n, dptr(k, k.X), dptr(k, k.DY), k.DG.floats(), k.DB.floats()));
+    }
+    sum_cpu(cs);
+    sum_gpu(gs);
+    for (auto& k : ranks) {
+      k.cop->backward_apply(k.n, ptr(k.x), ptr(k.dy), gamma.data(), ptr(k.dx));
+      k.gop->backward_apply(k.n, dptr(k, k.X), dptr(k, k.DY), G.floats(), dptr(k, k.DX));
+      const auto xn = k.y.size();
+      expect_close(k.y, down(k.Y, xn), 1e-5, 1e-4, "forward y");
+      expect_close(k.dx, down(k.DX, xn), 1e-5, 1e-4, "backward dx");
+      expect_close(k.rm, down(k.RM, cn), 1e-5, 1e-4, "running mean");
+      expect_close(k.rv, down(k.RV, cn), 1e-5, 1e-4, "running variance");
+      expect_close(k.dg, down(k.DG, cn), 1e-5, 1e-4, "this rank's dgamma");
+      expect_close(k.db, down(k.DB, cn), 1e-5, 1e-4, "this rank's dbeta");
+    }
+  }
+}
+
 // --- element-wise --------------------------------------------------------------------------------
+
+// The relu family are the same selects on both backends (bitwise, in place too); gelu and silu
+// evaluate erf and exp with oneDNN's polynomials on the CPU and CUDA's erff/expf: both within
+// 4e-7 of the exact values (ActivationValues in layer_gradcheck_test.cpp), so 1e-6 of the largest
+// value plus 2e-6 relative.
+TEST_F(CudaVsCpu, Activations) {
+  const std::size_t count = 10007;
+  const auto m = static_cast<std::int64_t>(count);
+  const auto x = random_vec(count, 410, -8.0f, 10.0f), dy = random_vec(count, 411);
+  const struct {
+    Activation kind;
+    const char* name;
+  } kinds[] = {{Activation::relu, "relu"},
+               {Activation::relu6, "relu6"},
+               {Activation::leaky_relu, "leaky_relu"},
+               {Activation::gelu, "gelu"},
+               {Activation::silu, "silu"}};
+  const float slope = 0.1f;
+  for (const auto& k : kinds) {
+    SCOPED_TRACE(k.name);
+    std::vector<float> y(count), dx(count);
+    cpu_->activation_forward(k.kind, slope, m, x.data(), y.data());
+    cpu_->activation_backward(k.kind, slope, m, x.data(), y.data(), dy.data(), dx.data());
+    auto X = up(x), DY = up(dy), Y = zeros(count), DX = zeros(count);
+    gpu_->activation_forward(k.kind, slope, m, X.floats(), Y.floats());
+    gpu_->activation_backward(k.kind, slope, m, X.floats(), Y.floats(), DY.floats(), DX.floats());
+    if (backward_uses_output(k.kind)) {
+      expect_equal(y, down(Y, count), "forward");
+      expect_equal(dx, down(DX, count), "backward");
+      // In place: y over x, dx over dy, reading only y.
+      gpu_->activation_forward(k.kind, slope, m, X.floats(), X.floats());
+      gpu_->activation_backward(k.kind, slope, m, nullptr, X.floats(), DY.floats(), DY.floats());
+      expect_equal(y, down(X, count), "forward in place");
+      expect_equal(dx, down(DY, count), "backward in place");
+    } else {
+      expect_close(y, down(Y, count), 1e-6, 2e-6, "forward");
+      expect_close(dx, down(DX, count), 1e-6, 2e-6, "backward");
+    }
+  }
+}
 
 TEST_F(CudaVsCpu, ReluDropoutMulExact) {
   const std::size_t count = 10007;  // not a multiple of any block size

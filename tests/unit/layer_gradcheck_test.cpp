@@ -1,7 +1,9 @@
 // Every layer's input and parameter gradients against central finite differences.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ddp/backend/cpu_backend.hpp"
@@ -135,6 +137,64 @@ TEST(LayerGradcheck, Conv2dLeNetGeometry) {
   h.check(random_vector(2 * 64, 3));
 }
 
+LayerSpec grouped(std::int64_t out, Extent2 k, std::int64_t groups, Extent2 stride = 1,
+                  Extent2 pad = 0, Extent2 dilation = 1) {
+  LayerSpec s = conv(out, 0, 0, 0);
+  s.kernel = k;
+  s.stride = stride;
+  s.padding = pad;
+  s.dilation = dilation;
+  s.groups = groups;
+  return s;
+}
+
+TEST(LayerGradcheck, Conv2dGroups2) {
+  Harness h(grouped(6, 3, 2, 1, 1), Shape{4, 5, 5}, 2);
+  EXPECT_EQ(h.out, (Shape{6, 5, 5}));
+  EXPECT_EQ(h.layer->param_specs()[0].shape, (Shape{6, 2, 3, 3}));  // [out, in / groups, kh, kw]
+  EXPECT_EQ(h.layer->param_specs()[0].fan_in, 2 * 3 * 3);
+  h.check(random_vector(2 * 4 * 25, 20));
+}
+
+TEST(LayerGradcheck, Conv2dDepthwiseStride2) {
+  Harness h(grouped(6, 3, 6, 2, 1), Shape{6, 7, 7}, 2);
+  EXPECT_EQ(h.out, (Shape{6, 4, 4}));
+  EXPECT_EQ(h.layer->param_specs()[0].shape, (Shape{6, 1, 3, 3}));
+  h.check(random_vector(2 * 6 * 49, 21));
+}
+
+TEST(LayerGradcheck, Conv2dDepthwiseMultiplier2NoBias) {
+  LayerSpec s = grouped(8, 3, 4, 1, 1);
+  s.bias = false;
+  Harness h(s, Shape{4, 5, 5}, 2);
+  EXPECT_EQ(h.layer->param_specs()[0].shape, (Shape{8, 1, 3, 3}));
+  h.check(random_vector(2 * 4 * 25, 22));
+}
+
+TEST(LayerGradcheck, Conv2dDilated) {
+  // A 3x3 kernel at dilation 2 spans 5x5: padding 2 keeps 7x7.
+  Harness h(grouped(4, 3, 1, 1, 2, 2), Shape{3, 7, 7}, 2);
+  EXPECT_EQ(h.out, (Shape{4, 7, 7}));
+  EXPECT_DOUBLE_EQ(h.layer->forward_flops(), 2.0 * 4 * 49 * 3 * 9);
+  h.check(random_vector(2 * 3 * 49, 23));
+}
+
+TEST(LayerGradcheck, Conv2dRectangularKernelStridePadding) {
+  // 3x1 kernel, stride 2x1, padding 1x0: (7 + 2 - 3) / 2 + 1 = 4 rows, 5 columns.
+  Harness h(grouped(5, {3, 1}, 1, {2, 1}, {1, 0}), Shape{2, 7, 5}, 2);
+  EXPECT_EQ(h.out, (Shape{5, 4, 5}));
+  EXPECT_EQ(h.layer->param_specs()[0].shape, (Shape{5, 2, 3, 1}));
+  h.check(random_vector(2 * 2 * 35, 24));
+}
+
+TEST(LayerGradcheck, Conv2dGroupedDilatedRectangular) {
+  // Everything at once: 2 groups, a 2x3 kernel dilated 2x1, stride 1x2, padding 1x2.
+  Harness h(grouped(4, {2, 3}, 2, {1, 2}, {1, 2}, {2, 1}), Shape{4, 6, 7}, 2);
+  // rows (6 + 2 - 3) / 1 + 1 = 6, columns (7 + 4 - 3) / 2 + 1 = 5
+  EXPECT_EQ(h.out, (Shape{4, 6, 5}));
+  h.check(random_vector(2 * 4 * 42, 25));
+}
+
 TEST(LayerGradcheck, Linear) {
   LayerSpec s;
   s.type = "linear";
@@ -185,6 +245,145 @@ TEST(LayerGradcheck, Relu) {
   s.type = "relu";
   Harness h(s, Shape{3, 4, 4}, 2);
   h.check(separated_input(96, 9, 0.01f), Mode::train, 5e-3f);
+}
+
+LayerSpec activation(const char* type, float slope = 0.01f) {
+  LayerSpec s;
+  s.type = type;
+  s.slope = slope;
+  return s;
+}
+
+// Values over [lo, hi) at least `gap` away from each kink, so that no finite-difference step
+// crosses one.
+std::vector<float> away_from(std::vector<float> kinks, std::size_t n, std::uint64_t seed, float lo,
+                             float hi, float gap = 0.02f) {
+  auto v = random_vector(n, seed, lo, hi);
+  for (auto& x : v)
+    for (float k : kinks)
+      if (std::abs(x - k) < gap) x = k + (x < k ? -gap : gap);
+  return v;
+}
+
+TEST(LayerGradcheck, Relu6) {
+  Harness h(activation("relu6"), Shape{3, 4, 4}, 2);
+  EXPECT_TRUE(h.layer->can_run_in_place());
+  h.check(away_from({0.0f, 6.0f}, 96, 30, -3.0f, 9.0f), Mode::train, 5e-3f);
+}
+
+TEST(LayerGradcheck, LeakyRelu) {
+  Harness h(activation("leaky_relu", 0.2f), Shape{3, 4, 4}, 2);
+  EXPECT_TRUE(h.layer->can_run_in_place());
+  h.check(away_from({0.0f}, 96, 31, -2.0f, 2.0f), Mode::train, 5e-3f);
+}
+
+TEST(LayerGradcheck, Gelu) {
+  Harness h(activation("gelu"), Shape{5, 4}, 3);
+  EXPECT_FALSE(h.layer->can_run_in_place());
+  EXPECT_FALSE(h.layer->backward_reads_output());
+  h.check(random_vector(60, 32, -4.0f, 4.0f));
+}
+
+TEST(LayerGradcheck, Silu) {
+  Harness h(activation("silu"), Shape{5, 4}, 3);
+  EXPECT_FALSE(h.layer->can_run_in_place());
+  EXPECT_FALSE(h.layer->backward_reads_output());
+  h.check(random_vector(60, 33, -6.0f, 6.0f));
+}
+
+// The values themselves (a finite-difference check passes for any smooth function whose forward
+// and backward agree, e.g. the tanh approximation of gelu): against the formulas in double
+// precision, PyTorch's definitions, over [-8, 8] with the kinks themselves included.
+TEST(ActivationValues, MatchPyTorchDefinitions) {
+  auto be = backend::make_cpu_backend();
+  const float slope = 0.05f;
+  std::vector<float> x;
+  for (int i = -1600; i <= 1600; ++i) x.push_back(static_cast<float>(i) / 200.0f);
+  const auto n = static_cast<std::int64_t>(x.size());
+  struct Case {
+    backend::Activation kind;
+    const char* name;
+    double (*f)(double x, double slope);
+    double (*df)(double x, double slope);
+  };
+  // 1 / sqrt(2) and 1 / sqrt(2 pi)
+  static constexpr double kInvSqrt2 = M_SQRT1_2, kInvSqrt2Pi = 0.5 * M_2_SQRTPI * M_SQRT1_2;
+  const Case cases[] = {
+      {backend::Activation::relu, "relu", [](double v, double) { return v > 0 ? v : 0.0; },
+       [](double v, double) { return v > 0 ? 1.0 : 0.0; }},
+      {backend::Activation::relu6, "relu6",
+       [](double v, double) { return std::min(std::max(v, 0.0), 6.0); },
+       [](double v, double) { return v > 0 && v < 6 ? 1.0 : 0.0; }},
+      {backend::Activation::leaky_relu, "leaky_relu",
+       [](double v, double a) { return v > 0 ? v : a * v; },
+       [](double v, double a) { return v > 0 ? 1.0 : a; }},
+      {backend::Activation::gelu, "gelu",
+       [](double v, double) { return 0.5 * v * (1.0 + std::erf(v * kInvSqrt2)); },
+       [](double v, double) {
+         return 0.5 * (1.0 + std::erf(v * kInvSqrt2)) + v * kInvSqrt2Pi * std::exp(-0.5 * v * v);
+       }},
+      {backend::Activation::silu, "silu", [](double v, double) { return v / (1.0 + std::exp(-v)); },
+       [](double v, double) {
+         const double sig = 1.0 / (1.0 + std::exp(-v));
+         return sig * (1.0 + v * (1.0 - sig));
+       }},
+  };
+  const auto dy = random_vector(x.size(), 34, 0.5f, 1.5f);
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<float> y(x.size()), dx(x.size());
+    be->activation_forward(c.kind, slope, n, x.data(), y.data());
+    be->activation_backward(c.kind, slope, n, x.data(), y.data(), dy.data(), dx.data());
+    // Errors in units of the allowance: 2e-6 of |value| plus 1e-6 absolute (8 ulp at 1; oneDNN's
+    // erf and exp polynomials are off by up to 4e-7 here, the tanh approximation of gelu by
+    // 5e-4). Reports the worst element.
+    auto check = [&](const std::vector<float>& got, auto ref, const char* what) {
+      double worst = 0;
+      std::size_t at = 0;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const double r = ref(i), err = std::abs(got[i] - r) / (1e-6 + 2e-6 * std::abs(r));
+        if (!(err <= worst)) worst = err, at = i;
+      }
+      EXPECT_LE(worst, 1.0) << what << " at x = " << x[at] << ": " << got[at] << ", reference "
+                            << ref(at);
+    };
+    check(
+        y, [&](std::size_t i) { return c.f(x[i], slope); }, "forward");
+    check(
+        dx, [&](std::size_t i) { return c.df(x[i], slope) * dy[i]; }, "backward");
+  }
+}
+
+// The relu family in place (y over x, dx over dy) computes what it computes out of place.
+TEST(ActivationValues, OutputBasedKindsRunInPlace) {
+  auto be = backend::make_cpu_backend();
+  for (auto kind :
+       {backend::Activation::relu, backend::Activation::relu6, backend::Activation::leaky_relu}) {
+    const auto x = random_vector(1000, 35, -3.0f, 9.0f), dy = random_vector(1000, 36);
+    std::vector<float> y(1000), dx(1000);
+    be->activation_forward(kind, 0.1f, 1000, x.data(), y.data());
+    be->activation_backward(kind, 0.1f, 1000, nullptr, y.data(), dy.data(), dx.data());
+    auto buf = x, grad = dy;
+    be->activation_forward(kind, 0.1f, 1000, buf.data(), buf.data());
+    be->activation_backward(kind, 0.1f, 1000, nullptr, buf.data(), grad.data(), grad.data());
+    EXPECT_EQ(buf, y);
+    EXPECT_EQ(grad, dx);
+  }
+}
+
+TEST(LayerShapes, NegativeLeakySlopeIsRefused) {
+  auto be = backend::make_cpu_backend();
+  LayerSpec s = activation("leaky_relu", -0.1f);
+  s.name = "act3";
+  auto layer = make_layer(s, *be);
+  try {
+    const Shape in{4};
+    layer->infer(std::span<const Shape>(&in, 1));
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("act3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("slope"), std::string::npos) << e.what();
+  }
 }
 
 TEST(LayerGradcheck, Flatten) {
@@ -283,6 +482,47 @@ TEST(LayerShapes, MismatchNamesTheLayer) {
     EXPECT_NE(std::string(e.what()).find("conv9"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("line 42"), std::string::npos) << e.what();
   }
+}
+
+// The message of the ConfigError `spec` raises on `in`, or "" when it raises none.
+std::string shape_error_of(LayerSpec spec, const Shape& in) {
+  auto be = backend::make_cpu_backend();
+  spec.name = "conv7";
+  spec.line = 12;
+  auto layer = make_layer(spec, *be);
+  try {
+    layer->infer(std::span<const Shape>(&in, 1));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expect_mentions(const std::string& message, std::vector<std::string> parts) {
+  parts.push_back("conv7");
+  parts.push_back("line 12");
+  for (const auto& p : parts) EXPECT_NE(message.find(p), std::string::npos) << message;
+}
+
+TEST(LayerShapes, ConvChannelsNotDivisibleByGroups) {
+  expect_mentions(shape_error_of(grouped(6, 3, 2), Shape{3, 8, 8}), {"3 channels", "groups = 2"});
+}
+
+TEST(LayerShapes, ConvOutChannelsNotDivisibleByGroups) {
+  expect_mentions(shape_error_of(grouped(10, 3, 4), Shape{8, 8, 8}),
+                  {"out_channels = 10", "groups = 4"});
+}
+
+TEST(LayerShapes, DilatedKernelLargerThanPaddedInput) {
+  // 3x3 at dilation 3 spans 7x7; the input padded by 1 is 6x6 (fine without the dilation).
+  EXPECT_EQ(shape_error_of(grouped(2, 3, 1, 1, 1), Shape{1, 4, 4}), "");
+  expect_mentions(shape_error_of(grouped(2, 3, 1, 1, 1, 3), Shape{1, 4, 4}),
+                  {"kernel 3x3", "dilation 3x3", "spans 7x7", "padded input 6x6"});
+}
+
+TEST(LayerShapes, RectangularKernelLargerThanPaddedInput) {
+  expect_mentions(shape_error_of(grouped(2, {1, 5}, 1), Shape{1, 4, 4}),
+                  {"kernel 1x5", "padded input 4x4"});
 }
 
 TEST(LayerShapes, UnknownTypeIsConfigError) {

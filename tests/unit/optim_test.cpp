@@ -1,13 +1,17 @@
 // Optimizers and schedules against PyTorch's update rules, computed by hand in double.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/error.hpp"
+#include "ddp/nn/model.hpp"
+#include "ddp/nn/norm_and_bias.hpp"
 #include "ddp/optim/lr_schedule.hpp"
 #include "ddp/optim/optimizer.hpp"
+#include "layer_spec_util.hpp"
 
 namespace ddp::optim {
 namespace {
@@ -86,6 +90,65 @@ TEST(Optimizer, AdamAndAdamW) {
       EXPECT_NEAR(got[i], w, 2e-6) << name << " i=" << i;
     }
   }
+}
+
+// optim.no_decay_norm_bias on a real model's flat buffers: one step with zero gradients moves only
+// what weight decay moves, so the exempt parameters (batch-norm weight and bias, every *.bias) stay
+// bitwise as they were and every other one changes - for each optimizer, and nothing is exempt
+// with the option off.
+TEST(Optimizer, NoDecayNormBiasSkipsExactlyBatchNormParametersAndBiases) {
+  using testutil::L;
+  auto be = backend::make_cpu_backend();
+  nn::Model model({L("conv2d", "conv1", 3, 3, 1), L("batchnorm", "bn1"), L("relu", "relu1"),
+                   L("conv2d", "conv2", 2, 3, 1), L("flatten", "flat"), L("linear", "fc", 4)},
+                  Shape{2, 5, 5}, 4, *be);
+  model.init_parameters(7);
+  const std::vector<std::string> exempt = {"conv1.bias", "bn1.weight", "bn1.bias", "conv2.bias",
+                                           "fc.bias"};
+  for (const char* name : {"sgd", "adam", "adamw"}) {
+    for (bool option : {true, false}) {
+      model.init_parameters(7);
+      const std::vector<float> before(model.params().begin(), model.params().end());
+      const std::vector<float> zero(before.size(), 0.0f);
+      app::OptimConfig c;
+      c.name = name;
+      c.momentum = 0.9;
+      c.weight_decay = 0.1;
+      c.no_decay_norm_bias = option;
+      auto opt = Optimizer::create(c, *be, before.size(), nn::norm_and_bias_ranges(model));
+      opt->step(model.params(), zero, 0.5);
+      for (const auto& p : model.named_params()) {
+        const bool skipped =
+            option && std::find(exempt.begin(), exempt.end(), p.name) != exempt.end();
+        for (std::int64_t i = 0; i < p.tensor.numel(); ++i) {
+          const float was = before[p.offset + static_cast<std::size_t>(i)];
+          if (skipped)
+            ASSERT_EQ(p.tensor.data()[i], was) << name << " " << p.name << "[" << i << "]";
+          else if (was != 0.0f)
+            ASSERT_NE(p.tensor.data()[i], was)
+                << name << " option " << option << " " << p.name << "[" << i << "] was not decayed";
+        }
+      }
+    }
+  }
+}
+
+TEST(Optimizer, NormAndBiasRangesCoverNeighboursAndPadding) {
+  using testutil::L;
+  auto be = backend::make_cpu_backend();
+  nn::Model model({L("conv2d", "conv1", 3, 3, 1), L("batchnorm", "bn1"), L("flatten", "flat"),
+                   L("linear", "fc", 4)},
+                  Shape{1, 2, 2}, 4, *be);
+  const auto offset = [&](const std::string& n) {
+    for (const auto& p : model.named_params())
+      if (p.name == n) return p.offset;
+    ADD_FAILURE() << n;
+    return std::size_t{0};
+  };
+  // conv1.bias, bn1.weight and bn1.bias lie side by side: one range up to fc.weight.
+  const std::vector<std::pair<std::size_t, std::size_t>> want = {
+      {offset("conv1.bias"), offset("fc.weight")}, {offset("fc.bias"), model.params().size()}};
+  EXPECT_EQ(nn::norm_and_bias_ranges(model), want);
 }
 
 TEST(Optimizer, UnknownNameIsConfigError) {

@@ -52,6 +52,9 @@ struct ModelConfig {
   // [[model.layers]], or the preset's layers (load_config resolves the preset, sizing the last
   // linear layer to the dataset's classes).
   std::vector<nn::LayerSpec> layers;
+  // Batch norm in training normalises with the statistics of all ranks' samples (PyTorch's
+  // SyncBatchNorm): N ranks x B then train as 1 rank x N*B.
+  bool sync_batchnorm = false;
 };
 
 struct TrainConfig {
@@ -82,6 +85,7 @@ struct OptimConfig {
   double beta1 = 0.9;         // adam/adamw
   double beta2 = 0.999;
   double eps = 1e-8;
+  bool no_decay_norm_bias = false;  // no weight decay on batch-norm parameters and biases
 };
 
 struct ScheduleConfig {

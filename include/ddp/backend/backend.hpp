@@ -7,20 +7,32 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "ddp/tensor.hpp"
 
 namespace ddp::backend {
 
-// Convolution of an NCHW input with KCRS weights.
+// Convolution of an NCHW input with weights [k, c / groups, r, s] (PyTorch's layout): input and
+// output channels split into `groups` equal parts, part g of the output seeing only part g of the
+// input (depthwise: groups = c). Dilation counts as PyTorch does (1 = dense kernel).
 struct ConvGeom {
   std::int64_t c = 0, h = 0, w = 0;  // input
   std::int64_t k = 0, r = 0, s = 0;  // output channels, kernel height/width
-  std::int64_t stride = 1, pad = 0;
+  std::int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  std::int64_t dil_h = 1, dil_w = 1, groups = 1;
   std::int64_t oh = 0, ow = 0;  // output height/width
   bool bias = true;
 };
+
+// Element-wise activations. relu, relu6 and leaky_relu (alpha = slope >= 0) have backward passes
+// that read only the output, so they may run in place; gelu (the exact erf form, PyTorch's
+// default) and silu (x * sigmoid(x)) need the input.
+enum class Activation { relu, relu6, leaky_relu, gelu, silu };
+constexpr bool backward_uses_output(Activation a) {
+  return a == Activation::relu || a == Activation::relu6 || a == Activation::leaky_relu;
+}
 
 class ConvOp {
  public:
@@ -80,6 +92,25 @@ class BatchNormOp {
                        float* running_mean, float* running_var, float* y, bool training) = 0;
   virtual void backward(std::int64_t n, const float* x, const float* dy, const float* gamma,
                         float* dx, float* dgamma, float* dbeta) = 0;
+
+  // Sync batch norm: statistics over the samples of several ranks (PyTorch's SyncBatchNorm). Each
+  // pass is split in two around a sum over the ranks of the op's per-channel sums, which live in
+  // a buffer of doubles that the op owns, in the backend's memory:
+  //   forward_sums:   [sum x (c) | sum x^2 (c) | n*h*w] of this rank's n samples;
+  //   forward_apply:  mean and biased variance of the summed samples normalise x; the running
+  //                   statistics take the unbiased variance (nothing changes when no rank had a
+  //                   sample);
+  //   backward_sums:  [sum dy (c) | sum dy*xhat (c)] of this rank; dbeta and dgamma get them (the
+  //                   local parameter gradients, which the gradient all-reduce sums);
+  //   backward_apply: dx from the summed pair and the summed sample count (dx may be null).
+  // n may be 0 (x, y, dy, dx null then): a rank without samples still takes part.
+  virtual std::span<double> forward_sums(std::int64_t n, const float* x) = 0;
+  virtual void forward_apply(std::int64_t n, const float* x, const float* gamma, const float* beta,
+                             float* running_mean, float* running_var, float* y) = 0;
+  virtual std::span<double> backward_sums(std::int64_t n, const float* x, const float* dy,
+                                          float* dgamma, float* dbeta) = 0;
+  virtual void backward_apply(std::int64_t n, const float* x, const float* dy, const float* gamma,
+                              float* dx) = 0;
 };
 
 class Backend {
@@ -94,9 +125,21 @@ class Backend {
   virtual std::unique_ptr<BatchNormOp> batch_norm(const BatchNormGeom& g) = 0;
 
   // Element-wise kernels over `count` floats.
-  virtual void relu_forward(std::int64_t count, const float* x, float* y) = 0;
+  // y = f(x); alpha is leaky_relu's slope (ignored by the others). y may be x.
+  virtual void activation_forward(Activation kind, float alpha, std::int64_t count, const float* x,
+                                  float* y) = 0;
+  // dx = f'(x) * dy. The output-based kinds (backward_uses_output) read only y, and x may be null;
+  // the others read only x, and y may be null. dx may be dy.
+  virtual void activation_backward(Activation kind, float alpha, std::int64_t count, const float* x,
+                                   const float* y, const float* dy, float* dx) = 0;
+  // Shorthands for relu.
+  void relu_forward(std::int64_t count, const float* x, float* y) {
+    activation_forward(Activation::relu, 0.0f, count, x, y);
+  }
   // dx = dy where y > 0 else 0 (uses the output, so it works in place).
-  virtual void relu_backward(std::int64_t count, const float* y, const float* dy, float* dx) = 0;
+  void relu_backward(std::int64_t count, const float* y, const float* dy, float* dx) {
+    activation_backward(Activation::relu, 0.0f, count, nullptr, y, dy, dx);
+  }
   // Inverted dropout: keep with probability 1-p, scale kept values by 1/(1-p). The mask of element
   // j of sample i is a pure function of (seed, sample_ids[i], j) and is stored in `mask` (count
   // floats).

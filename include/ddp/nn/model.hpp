@@ -22,6 +22,8 @@
 
 namespace ddp::nn {
 
+class BatchStatsReducer;
+
 struct NamedTensor {
   std::string name;    // "conv1.weight"
   Tensor tensor;       // view into the flat buffer
@@ -80,6 +82,14 @@ class Model {
   // as soon as layer i's parameter gradients are final (reverse order) - the hook for overlapped
   // gradient all-reduce.
   void backward(const Tensor& dlogits, const std::function<void(std::size_t)>& on_layer_done = {});
+
+  // Sync batch norm: training steps sum the batch statistics over ranks through `reducer` (not
+  // owned; nullptr: each rank's own statistics).
+  void set_batch_stats_reducer(BatchStatsReducer* reducer);
+  // A training forward and backward over zero samples, for a rank whose micro-batch is empty
+  // while others' are not: the reducer's collectives in forward and backward order, and
+  // on_layer_done as backward calls it. Parameter gradients of layers that communicate become 0.
+  void step_without_samples(const std::function<void(std::size_t)>& on_layer_done = {});
 
   // 64-bit digest of the parameter and buffer bytes: equal digests mean bitwise-equal models (to
   // 2^-64), which is how runs are compared for determinism and replicas for consistency. Pulls.

@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ddp/app/config.hpp"
@@ -14,11 +15,17 @@
 
 namespace ddp::optim {
 
+// [begin, end) of the flat parameter buffer.
+using ParamRange = std::pair<std::size_t, std::size_t>;
+
 class Optimizer {
  public:
-  // count: length of the flat parameter buffer. Throws ConfigError for an unknown optimizer.
+  // count: length of the flat parameter buffer. norm_and_bias: where the batch-norm parameters and
+  // the biases lie (nn::norm_and_bias_ranges), which get no weight decay when
+  // cfg.no_decay_norm_bias is set. Throws ConfigError for an unknown optimizer.
   static std::unique_ptr<Optimizer> create(const app::OptimConfig& cfg, backend::Backend& be,
-                                           std::size_t count);
+                                           std::size_t count,
+                                           const std::vector<ParamRange>& norm_and_bias = {});
   virtual ~Optimizer() = default;
 
   // One update of params from grads (already averaged over the global batch) at learning rate lr.
@@ -36,6 +43,15 @@ class Optimizer {
  protected:
   // Adds a zero state buffer of `count` floats in be's memory; returns its backend pointer.
   float* add_state(const std::string& name, backend::Backend& be, std::size_t count);
+
+  // The buffer as runs of parameters with and without weight decay, adjacent runs of the same
+  // kind merged: one run (one fused pass) unless optim.no_decay_norm_bias has work to do.
+  struct Run {
+    std::size_t begin = 0, end = 0;
+    bool decay = true;
+  };
+  static std::vector<Run> decay_runs(const app::OptimConfig& cfg, std::size_t count,
+                                     std::vector<ParamRange> norm_and_bias);
 
   std::int64_t steps_ = 0;
 

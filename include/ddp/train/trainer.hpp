@@ -15,6 +15,7 @@
 #include "ddp/nn/model.hpp"
 #include "ddp/optim/lr_schedule.hpp"
 #include "ddp/optim/optimizer.hpp"
+#include "ddp/sync/batch_stats_sync.hpp"
 #include "ddp/sync/gradient_sync.hpp"
 #include "ddp/train/batch_feed.hpp"
 #include "ddp/train/loss_scaler.hpp"
@@ -100,6 +101,8 @@ class Trainer {
   std::unique_ptr<optim::Optimizer> opt_;
   std::unique_ptr<optim::LrSchedule> sched_;
   std::unique_ptr<sync::GradientSync> sync_;
+  // model.sync_batchnorm on more than one rank: batch statistics summed over the ranks.
+  std::unique_ptr<sync::CommBatchStatsReducer> bn_reducer_;
   std::unique_ptr<BatchFeed> feed_;  // batches into the backend's memory
   LossScaler scaler_;                // dynamic loss scaling (fp16), or disabled
   // Test-only fault injection (DDP_FAULT_INF_GRAD=RANK:STEP): that rank's loss gradient gets an

@@ -4,6 +4,8 @@
 // layouts (blocked nChw16c and friends run the JIT direct-convolution kernels, 2-5x faster than the
 // GEMM path plain NCHW gets) and reorders at the edges. Measured with bench/: see BENCHMARKS.md.
 // Primitives are built once per slice size (the full slice and a batch's short last one).
+// Grouped convolutions use the same path (depthwise ones with one output channel per input channel
+// get oneDNN's jit_dw kernels; other group shapes its grouped direct or GEMM kernels).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -102,7 +104,7 @@ class Conv final : public ConvOp {
 
   void backward(std::int64_t n, const float* x, const float* w, const float* dy, float* dx,
                 float* dw, float* db) override {
-    const std::int64_t wn = g_.k * g_.c * g_.r * g_.s;
+    const std::int64_t wn = g_.k * (g_.c / g_.groups) * g_.r * g_.s;
     const Prims* last = nullptr;
     for (std::int64_t off = 0; off < n; off += slice()) {
       auto& p = ready(std::min(slice(), n - off));
@@ -167,7 +169,9 @@ class Conv final : public ConvOp {
     p.bwd_w.execute(stream(), args);
     p.w_dwei->out_done();
     if (dx) {
-      p.bwd_d.execute(stream(), {{DNNL_ARG_DIFF_DST, p.d_ddst->in(dy)},
+      // The weights pass's copy of dy, when the data pass wants the same layout.
+      const dnnl::memory& ddst = p.d_ddst ? p.d_ddst->in(dy) : p.w_ddst->in(dy, false);
+      p.bwd_d.execute(stream(), {{DNNL_ARG_DIFF_DST, ddst},
                                  {DNNL_ARG_WEIGHTS, p.d_wei->in(w, weights)},
                                  {DNNL_ARG_DIFF_SRC, p.d_dsrc->out(dx)}});
       p.d_dsrc->out_done();
@@ -197,35 +201,41 @@ class Conv final : public ConvOp {
   Prims build(std::int64_t n) const {
     using dims = dnnl::memory::dims;
     const auto src = md({n, g_.c, g_.h, g_.w}, tag::nchw);
-    const auto wei = md({g_.k, g_.c, g_.r, g_.s}, tag::oihw);
+    // Grouped weights are oneDNN's 5-D goihw, the same bytes as PyTorch's [k, c/groups, r, s].
+    const dims wdims = g_.groups == 1
+                           ? dims{g_.k, g_.c, g_.r, g_.s}
+                           : dims{g_.groups, g_.k / g_.groups, g_.c / g_.groups, g_.r, g_.s};
+    const auto wei = md(wdims, g_.groups == 1 ? tag::oihw : tag::goihw);
     const auto bias = md({g_.k}, tag::x);
     const auto dst = md({n, g_.k, g_.oh, g_.ow}, tag::nchw);
     const auto src_any = md({n, g_.c, g_.h, g_.w}, tag::any);
-    const auto wei_any = md({g_.k, g_.c, g_.r, g_.s}, tag::any);
+    const auto wei_any = md(wdims, tag::any);
     const auto dst_any = md({n, g_.k, g_.oh, g_.ow}, tag::any);
-    const dims strides{g_.stride, g_.stride}, pad{g_.pad, g_.pad};
+    const dims strides{g_.stride_h, g_.stride_w}, pad{g_.pad_h, g_.pad_w};
+    // oneDNN counts dilation from 0 (a dense kernel), PyTorch from 1.
+    const dims dil{g_.dil_h - 1, g_.dil_w - 1};
     // Bottom/right padding so that the output extent is exactly oh/ow (PyTorch floors).
-    const dims pad_r{(g_.oh - 1) * g_.stride + g_.r - g_.h - g_.pad,
-                     (g_.ow - 1) * g_.stride + g_.s - g_.w - g_.pad};
+    const dims pad_r{(g_.oh - 1) * g_.stride_h + (g_.r - 1) * g_.dil_h + 1 - g_.h - g_.pad_h,
+                     (g_.ow - 1) * g_.stride_w + (g_.s - 1) * g_.dil_w + 1 - g_.w - g_.pad_w};
     const auto alg = dnnl::algorithm::convolution_direct;
     auto fwd_desc =
         g_.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, src_any,
-                                                  wei_any, bias, dst_any, strides, pad, pad_r)
+                                                  wei_any, bias, dst_any, strides, dil, pad, pad_r)
                 : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, src_any,
-                                                  wei_any, dst_any, strides, pad, pad_r);
+                                                  wei_any, dst_any, strides, dil, pad, pad_r);
     dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, engine());
     // The input gradient of a convolution with very few input channels (the first layer; never
     // needed there) is faster on plain GEMM; otherwise let oneDNN choose.
-    const bool plain_bwd_d = g_.c < 4;
+    const bool plain_bwd_d = g_.c < 4 && g_.groups == 1;
     dnnl::convolution_backward_data::primitive_desc bwd_d_pd(
-        dnnl::convolution_backward_data::desc(alg, plain_bwd_d ? src : src_any,
-                                              plain_bwd_d ? wei : wei_any,
-                                              plain_bwd_d ? dst : dst_any, strides, pad, pad_r),
+        dnnl::convolution_backward_data::desc(
+            alg, plain_bwd_d ? src : src_any, plain_bwd_d ? wei : wei_any,
+            plain_bwd_d ? dst : dst_any, strides, dil, pad, pad_r),
         engine(), fwd_pd);
-    auto bw_desc = g_.bias ? dnnl::convolution_backward_weights::desc(alg, src_any, wei_any, bias,
-                                                                      dst_any, strides, pad, pad_r)
-                           : dnnl::convolution_backward_weights::desc(alg, src_any, wei_any,
-                                                                      dst_any, strides, pad, pad_r);
+    auto bw_desc = g_.bias ? dnnl::convolution_backward_weights::desc(
+                                 alg, src_any, wei_any, bias, dst_any, strides, dil, pad, pad_r)
+                           : dnnl::convolution_backward_weights::desc(
+                                 alg, src_any, wei_any, dst_any, strides, dil, pad, pad_r);
     dnnl::convolution_backward_weights::primitive_desc bwd_w_pd(bw_desc, engine(), fwd_pd);
 
     Prims p;
@@ -240,7 +250,10 @@ class Conv final : public ConvOp {
     p.w_src.emplace(src, bwd_w_pd.src_desc(), true, bwd_end);
     p.w_ddst.emplace(dst, bwd_w_pd.diff_dst_desc(), true, bwd_end);
     p.w_dwei.emplace(wei, bwd_w_pd.diff_weights_desc(), false, bwd_end);
-    p.d_ddst.emplace(dst, bwd_d_pd.diff_dst_desc(), true, bwd_end);
+    // Both backward passes read dy; one reorder serves both when they want the same layout (most
+    // layers: a whole pass over dy saved, the cost of a depthwise convolution's compute).
+    if (bwd_d_pd.diff_dst_desc() != bwd_w_pd.diff_dst_desc())
+      p.d_ddst.emplace(dst, bwd_d_pd.diff_dst_desc(), true, bwd_end);
     p.d_wei.emplace(wei, bwd_d_pd.weights_desc(), true, bwd_end);
     p.d_dsrc.emplace(src, bwd_d_pd.diff_src_desc(), false, bwd_end);
     p.arena_bytes = std::max(fwd_end, bwd_end);

@@ -34,11 +34,13 @@ class CpuBackend final : public Backend {
     return make_batch_norm(g);
   }
 
-  void relu_forward(std::int64_t count, const float* x, float* y) override {
-    cpu::relu_forward(count, x, y);
+  void activation_forward(Activation kind, float alpha, std::int64_t count, const float* x,
+                          float* y) override {
+    cpu::activation_forward(kind, alpha, count, x, y);
   }
-  void relu_backward(std::int64_t count, const float* y, const float* dy, float* dx) override {
-    cpu::relu_backward(count, y, dy, dx);
+  void activation_backward(Activation kind, float alpha, std::int64_t count, const float* x,
+                           const float* y, const float* dy, float* dx) override {
+    cpu::activation_backward(kind, alpha, count, x, y, dy, dx);
   }
   void dropout_forward(std::int64_t n, std::int64_t per_sample, float p, std::uint64_t seed,
                        const std::int64_t* sample_ids, const float* x, float* mask,

@@ -6,8 +6,9 @@
 
 namespace ddp::backend::cpu {
 
-void relu_forward(std::int64_t count, const float* x, float* y);
-void relu_backward(std::int64_t count, const float* y, const float* dy, float* dx);
+void activation_forward(Activation kind, float alpha, std::int64_t count, const float* x, float* y);
+void activation_backward(Activation kind, float alpha, std::int64_t count, const float* x,
+                         const float* y, const float* dy, float* dx);
 void dropout_forward(std::int64_t n, std::int64_t per_sample, float p, std::uint64_t seed,
                      const std::int64_t* sample_ids, const float* x, float* mask, float* y);
 void mul(std::int64_t count, const float* a, const float* b, float* y);

@@ -73,10 +73,9 @@ class Context {
   LossAccumulator* loss_acc(int slot) const { return loss_acc_.as<LossAccumulator>() + slot; }
   LossAccumulator* loss_host() const { return loss_host_.as<LossAccumulator>(); }
 
-  // A tensor descriptor and a ReLU descriptor for element-wise cuDNN calls (host-side objects,
-  // set right before each call: cuDNN reads them when the call is made).
+  // A tensor descriptor for element-wise cuDNN calls (a host-side object, set right before each
+  // call: cuDNN reads it when the call is made).
   cudnnTensorDescriptor_t flat_desc() const { return flat_desc_; }
-  cudnnActivationDescriptor_t relu_desc() const { return relu_desc_; }
 
   // Batch uploads on the copy stream.
   void upload_async(const void* host, void* device, std::size_t bytes);
@@ -98,7 +97,6 @@ class Context {
   CudnnHandle cudnn_;
   CublasHandle cublas_;
   TensorDesc flat_desc_;
-  ActivationDesc relu_desc_;
   DeviceBuffer workspace_, ones_, labels_, sample_ids_, logp_, per_sample_, flags_, loss_acc_;
   std::int64_t ones_count_ = 0;
   std::optional<Half> half_;

@@ -1,6 +1,8 @@
 // Convolution on cuDNN (the v9 library's legacy convolution API, still shipped and supported
-// through 9.x). Activations NCHW, weights KCRS (PyTorch's layouts, as on the CPU): the flat
-// parameter buffer, snapshots and the other layers need no conversion.
+// through 9.x). Activations NCHW, weights [k, c / groups, r, s] (PyTorch's layouts, as on the
+// CPU): the flat parameter buffer, snapshots and the other layers need no conversion. Groups go
+// through cuDNN's group count (the filter descriptor then holds one group's input channels),
+// dilation through the convolution descriptor.
 //
 // Algorithms are chosen once per batch size (a "plan") for each pass: by cuDNN's heuristics
 // (cudnnGetConvolution*Algorithm_v7; the old cudnnGetConvolution*Algorithm without _v7 is gone
@@ -58,17 +60,18 @@ class Conv final : public ConvOp {
     w_desc_ = make_filter_desc();
     DDP_CUDA_CHECK(cudnnSetFilter4dDescriptor(
         w_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, to_int(g.k, "output channels"),
-        to_int(g.c, "input channels"), to_int(g.r, "kernel height"), to_int(g.s, "kernel width")));
+        to_int(g.c / g.groups, "input channels per group"), to_int(g.r, "kernel height"),
+        to_int(g.s, "kernel width")));
     if (g.bias) {
       b_desc_ = make_tensor_desc();
       set_tensor_4d(b_desc_, 1, g.k, 1, 1);
     }
     if (ctx_->half()) {
       wh_desc_ = make_filter_desc();
-      DDP_CUDA_CHECK(
-          cudnnSetFilter4dDescriptor(wh_desc_, ctx_->half_cudnn(), CUDNN_TENSOR_NCHW,
-                                     to_int(g.k, "output channels"), to_int(g.c, "input channels"),
-                                     to_int(g.r, "kernel height"), to_int(g.s, "kernel width")));
+      DDP_CUDA_CHECK(cudnnSetFilter4dDescriptor(
+          wh_desc_, ctx_->half_cudnn(), CUDNN_TENSOR_NCHW, to_int(g.k, "output channels"),
+          to_int(g.c / g.groups, "input channels per group"), to_int(g.r, "kernel height"),
+          to_int(g.s, "kernel width")));
     }
   }
 
@@ -153,12 +156,14 @@ class Conv final : public ConvOp {
     auto s = [](std::int64_t v) { return std::to_string(v); };
     return "convolution " + s(g_.c) + "x" + s(g_.h) + "x" + s(g_.w) + " -> " + s(g_.k) + "x" +
            s(g_.oh) + "x" + s(g_.ow) + " (kernel " + s(g_.r) + "x" + s(g_.s) + ", stride " +
-           s(g_.stride) + ", padding " + s(g_.pad) + ", batch " + s(n) + ")";
+           s(g_.stride_h) + "x" + s(g_.stride_w) + ", padding " + s(g_.pad_h) + "x" + s(g_.pad_w) +
+           ", dilation " + s(g_.dil_h) + "x" + s(g_.dil_w) + ", groups " + s(g_.groups) +
+           ", batch " + s(n) + ")";
   }
 
   std::int64_t x_count() const { return g_.c * g_.h * g_.w; }  // per sample
   std::int64_t y_count() const { return g_.k * g_.oh * g_.ow; }
-  std::int64_t w_count() const { return g_.k * g_.c * g_.r * g_.s; }
+  std::int64_t w_count() const { return g_.k * (g_.c / g_.groups) * g_.r * g_.s; }
   // The descriptors the convolution itself runs on: fp32 or the reduced precision.
   cudnnTensorDescriptor_t cx(const Plan& p) const { return ctx_->half() ? p.xh.get() : p.x.get(); }
   cudnnTensorDescriptor_t cy(const Plan& p) const { return ctx_->half() ? p.yh.get() : p.y.get(); }
@@ -166,9 +171,11 @@ class Conv final : public ConvOp {
 
   ConvDesc make_desc() const {
     ConvDesc d = make_conv_desc();
-    const int pad = to_int(g_.pad, "padding"), stride = to_int(g_.stride, "stride");
-    DDP_CUDA_CHECK(cudnnSetConvolution2dDescriptor(d, pad, pad, stride, stride, 1, 1,
-                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    DDP_CUDA_CHECK(cudnnSetConvolution2dDescriptor(
+        d, to_int(g_.pad_h, "padding"), to_int(g_.pad_w, "padding"), to_int(g_.stride_h, "stride"),
+        to_int(g_.stride_w, "stride"), to_int(g_.dil_h, "dilation"), to_int(g_.dil_w, "dilation"),
+        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    DDP_CUDA_CHECK(cudnnSetConvolutionGroupCount(d, to_int(g_.groups, "groups")));
     DDP_CUDA_CHECK(cudnnSetConvolutionMathType(d, ctx_->conv_math()));
     return d;
   }

@@ -29,9 +29,6 @@ Context::Context(int device, const CudaOptions& options) : device_(device), opti
   DDP_CUDA_CHECK(cublasSetMathMode(
       cublas_, options_.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   flat_desc_ = make_tensor_desc();
-  relu_desc_ = make_activation_desc();
-  DDP_CUDA_CHECK(cudnnSetActivationDescriptor(relu_desc_, CUDNN_ACTIVATION_RELU,
-                                              CUDNN_NOT_PROPAGATE_NAN, 0.0));
   loss_acc_ = DeviceBuffer(device, 2 * sizeof(LossAccumulator));
   loss_host_ = PinnedBuffer(device, 2 * sizeof(LossAccumulator));
   for (auto& slot : host_slots_) slot.copied = make_event();
@@ -169,9 +166,6 @@ void Context::wait_uploads() {
 
 namespace {
 
-// cuDNN descriptors hold int extents: element-wise calls over huge arrays go in chunks.
-constexpr std::int64_t kChunk = std::int64_t{1} << 30;
-
 class CudaBackendImpl final : public CudaBackend {
  public:
   explicit CudaBackendImpl(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {
@@ -191,25 +185,15 @@ class CudaBackendImpl final : public CudaBackend {
     return make_batch_norm(ctx_, g);
   }
 
-  // ReLU through cuDNN. Backward passes the output y as cuDNN's "x" too: for ReLU, y > 0 exactly
-  // where x > 0, so dx = dy where y > 0 else 0, the CPU's rule, whichever of the two cuDNN reads.
-  void relu_forward(std::int64_t count, const float* x, float* y) override {
-    for (std::int64_t off = 0; off < count; off += kChunk) {
-      const std::int64_t m = std::min(kChunk, count - off);
-      set_tensor_4d(ctx_->flat_desc(), 1, 1, 1, m);
-      DDP_CUDA_CHECK(cudnnActivationForward(ctx_->cudnn(), ctx_->relu_desc(), &kOne,
-                                            ctx_->flat_desc(), x + off, &kZero, ctx_->flat_desc(),
-                                            y + off));
-    }
+  // Our own kernels (kernels.cu), the CPU's arithmetic: cuDNN has no GELU, and its ReLU turns NaN
+  // into 0 where the CPU keeps it.
+  void activation_forward(Activation kind, float alpha, std::int64_t count, const float* x,
+                          float* y) override {
+    launch_activation_forward(ctx_->stream(), kind, alpha, count, x, y);
   }
-  void relu_backward(std::int64_t count, const float* y, const float* dy, float* dx) override {
-    for (std::int64_t off = 0; off < count; off += kChunk) {
-      const std::int64_t m = std::min(kChunk, count - off);
-      const cudnnTensorDescriptor_t d = ctx_->flat_desc();
-      set_tensor_4d(d, 1, 1, 1, m);
-      DDP_CUDA_CHECK(cudnnActivationBackward(ctx_->cudnn(), ctx_->relu_desc(), &kOne, d, y + off, d,
-                                             dy + off, d, y + off, &kZero, d, dx + off));
-    }
+  void activation_backward(Activation kind, float alpha, std::int64_t count, const float* x,
+                           const float* y, const float* dy, float* dx) override {
+    launch_activation_backward(ctx_->stream(), kind, alpha, count, x, y, dy, dx);
   }
 
   void dropout_forward(std::int64_t n, std::int64_t per_sample, float p, std::uint64_t seed,

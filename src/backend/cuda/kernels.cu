@@ -93,6 +93,65 @@ __global__ void from_bf16_kernel(std::int64_t count, const __nv_bfloat16* __rest
   for (std::int64_t i = first_index(); i < count; i += grid_stride()) y[i] = __bfloat162float(x[i]);
 }
 
+// cpu::activation_forward / activation_backward. relu, relu6 and leaky_relu are the CPU's selects
+// (bitwise equal); gelu and silu use erff/expf where the CPU runs oneDNN's polynomial
+// approximations (equal to a few ulp). No __restrict__: the layers run some of them in place.
+__device__ inline float activation_value(Activation kind, float alpha, float v) {
+  switch (kind) {
+    case Activation::relu:
+      return v < 0.0f ? 0.0f : v;
+    case Activation::relu6: {
+      const float lo = v < 0.0f ? 0.0f : v;
+      return lo > 6.0f ? 6.0f : lo;
+    }
+    case Activation::leaky_relu: {
+      const bool pos = v > 0.0f;
+      const float p = pos ? v : 0.0f, n = pos ? 0.0f : v;
+      return p + alpha * n;
+    }
+    case Activation::gelu:
+      return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case Activation::silu:
+      return v / (1.0f + expf(-v));
+  }
+  return v;
+}
+__global__ void activation_forward_kernel(Activation kind, float alpha, std::int64_t count,
+                                          const float* x, float* y) {
+  for (std::int64_t i = first_index(); i < count; i += grid_stride())
+    y[i] = activation_value(kind, alpha, x[i]);
+}
+// dx from v = the output y (the relu family: the CPU's selects) or the input x (gelu, silu).
+__device__ inline float activation_grad(Activation kind, float alpha, float v, float g) {
+  switch (kind) {
+    case Activation::relu:
+      return v > 0.0f ? g : 0.0f;
+    case Activation::relu6:
+      return (v > 0.0f) & (v < 6.0f) ? g : 0.0f;
+    case Activation::leaky_relu: {
+      const bool pos = v > 0.0f;
+      const float p = pos ? g : 0.0f, n = pos ? 0.0f : g;
+      return p + alpha * n;
+    }
+    case Activation::gelu: {
+      // Phi(x) + x * phi(x)
+      const float d = 0.5f * (1.0f + erff(v * 0.70710678118654752f)) +
+                      v * (0.39894228040143268f * expf(-0.5f * v * v));
+      return g * d;
+    }
+    case Activation::silu: {
+      const float sig = 1.0f / (1.0f + expf(-v));
+      return g * (sig * (1.0f + v * (1.0f - sig)));
+    }
+  }
+  return g;
+}
+__global__ void activation_backward_kernel(Activation kind, float alpha, std::int64_t count,
+                                           const float* v, const float* dy, float* dx) {
+  for (std::int64_t i = first_index(); i < count; i += grid_stride())
+    dx[i] = activation_grad(kind, alpha, v[i], dy[i]);
+}
+
 // cpu::add (y += x)
 __global__ void add_kernel(std::int64_t count, const float* __restrict__ x, float* __restrict__ y) {
   for (std::int64_t i = first_index(); i < count; i += grid_stride()) y[i] += x[i];
@@ -226,6 +285,21 @@ void launch_dropout(cudaStream_t s, std::int64_t n, std::int64_t per_sample,
   dropout_kernel<<<blocks_for(total), kThreads, 0, s>>>(total, per_sample, threshold, keep_scale,
                                                         seed, sample_ids, x, mask, y);
   DDP_CHECK_LAUNCH("dropout_kernel");
+}
+
+void launch_activation_forward(cudaStream_t s, Activation kind, float alpha, std::int64_t count,
+                               const float* x, float* y) {
+  if (count <= 0) return;
+  activation_forward_kernel<<<blocks_for(count), kThreads, 0, s>>>(kind, alpha, count, x, y);
+  DDP_CHECK_LAUNCH("activation_forward_kernel");
+}
+
+void launch_activation_backward(cudaStream_t s, Activation kind, float alpha, std::int64_t count,
+                                const float* x, const float* y, const float* dy, float* dx) {
+  if (count <= 0) return;
+  const float* v = backward_uses_output(kind) ? y : x;
+  activation_backward_kernel<<<blocks_for(count), kThreads, 0, s>>>(kind, alpha, count, v, dy, dx);
+  DDP_CHECK_LAUNCH("activation_backward_kernel");
 }
 
 void launch_mul(cudaStream_t s, std::int64_t count, const float* a, const float* b, float* y) {

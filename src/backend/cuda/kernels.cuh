@@ -21,6 +21,11 @@ struct LossAccumulator {
 void launch_dropout(cudaStream_t s, std::int64_t n, std::int64_t per_sample,
                     std::uint64_t threshold, float keep_scale, std::uint64_t seed,
                     const std::int64_t* sample_ids, const float* x, float* mask, float* y);
+// y = f(x) and dx = f'(x) * dy (Backend::activation_forward / activation_backward).
+void launch_activation_forward(cudaStream_t s, Activation kind, float alpha, std::int64_t count,
+                               const float* x, float* y);
+void launch_activation_backward(cudaStream_t s, Activation kind, float alpha, std::int64_t count,
+                                const float* x, const float* y, const float* dy, float* dx);
 void launch_mul(cudaStream_t s, std::int64_t count, const float* a, const float* b, float* y);
 void launch_fill(cudaStream_t s, std::int64_t count, float value, float* y);
 void launch_add(cudaStream_t s, std::int64_t count, const float* x, float* y);

@@ -1,85 +1,62 @@
-// ReLU, flatten and dropout: layers without parameters.
-#include "ddp/rng.hpp"
+// Element-wise activations: relu, relu6, leaky_relu, gelu, silu. One layer parameterised by the
+// kind; the backend holds the arithmetic.
 #include "layer_util.hpp"
 #include "layers.hpp"
 
 namespace ddp::nn {
 namespace {
 
-class Relu final : public UnaryLayer {
+using backend::Activation;
+
+Activation kind_of(const LayerSpec& spec) {
+  const std::string& t = spec.type;
+  if (t == "relu") return Activation::relu;
+  if (t == "relu6") return Activation::relu6;
+  if (t == "leaky_relu") return Activation::leaky_relu;
+  if (t == "gelu") return Activation::gelu;
+  if (t == "silu") return Activation::silu;
+  throw Error("internal: layer '" + spec.name + "' of type '" + t + "' is not an activation");
+}
+
+class ActivationLayer final : public UnaryLayer {
  public:
-  Relu(const LayerSpec& spec, backend::Backend& be) : UnaryLayer(spec), be_(be) {}
-  Shape infer(const Shape& in) override { return in; }
-  bool can_run_in_place() const override { return true; }
-  void forward(const Tensor& x, const Tensor& y, const StepContext&) override {
-    be_.relu_forward(x.numel(), x.data(), y.data());
+  ActivationLayer(const LayerSpec& spec, backend::Backend& be)
+      : UnaryLayer(spec), be_(be), kind_(kind_of(spec)) {
+    if (kind_ == Activation::leaky_relu) alpha_ = spec.slope;
   }
-  void backward(const Tensor&, const Tensor& y, const Tensor& dy, const Tensor* dx) override {
-    if (dx) be_.relu_backward(y.numel(), y.data(), dy.data(), dx->data());
-  }
-
- private:
-  backend::Backend& be_;
-};
-
-class Flatten final : public UnaryLayer {
- public:
-  Flatten(const LayerSpec& spec, backend::Backend&) : UnaryLayer(spec) {}
-  Shape infer(const Shape& in) override { return Shape{in.numel()}; }
-  bool is_view() const override { return true; }
-  void forward(const Tensor&, const Tensor&, const StepContext&) override {}
-  void backward(const Tensor&, const Tensor&, const Tensor&, const Tensor*) override {}
-};
-
-// Inverted dropout whose mask depends only on (step seed, layer, sample index, element): the same
-// samples get the same masks whatever the batch split over ranks.
-class Dropout final : public UnaryLayer {
- public:
-  Dropout(const LayerSpec& spec, backend::Backend& be) : UnaryLayer(spec), be_(be) {}
   Shape infer(const Shape& in) override {
-    per_sample_ = in.numel();
-    salt_ = 0;
-    for (char ch : name()) salt_ = mix64(salt_ ^ static_cast<unsigned char>(ch));
+    // Backward reads only the output, which tells the sign of the input only for a slope >= 0
+    // (PyTorch refuses in-place leaky_relu with a negative slope for the same reason).
+    if (!(alpha_ >= 0.0f))
+      throw ConfigError("model: " + describe(*this) + ": slope = " + std::to_string(alpha_) +
+                        " must be >= 0");
     return in;
   }
-  void forward(const Tensor& x, const Tensor& y, const StepContext& ctx) override {
-    const std::int64_t n = x.shape()[0];
-    training_ = ctx.mode == Mode::train && spec().p > 0.0f;
-    if (!training_) {
-      be_.copy(x.numel(), x.data(), y.data());
-      return;
-    }
-    if (!ctx.sample_ids) throw Error("internal: dropout needs the batch's sample ids");
-    if (mask_.numel() < x.numel()) mask_ = be_.alloc(x.shape());
-    be_.dropout_forward(n, per_sample_, spec().p, hash_words(ctx.seed, salt_), ctx.sample_ids,
-                        x.data(), mask_.data(), y.data());
+  // The relu family's backward reads only the output: they may run in place. gelu and silu read
+  // their input instead, so the output is theirs to lose.
+  bool can_run_in_place() const override { return backend::backward_uses_output(kind_); }
+  bool backward_reads_output() const override { return backend::backward_uses_output(kind_); }
+  void forward(const Tensor& x, const Tensor& y, const StepContext&) override {
+    be_.activation_forward(kind_, alpha_, x.numel(), x.data(), y.data());
   }
-  void backward(const Tensor&, const Tensor&, const Tensor& dy, const Tensor* dx) override {
-    if (!dx) return;
-    if (training_)
-      be_.mul(dy.numel(), dy.data(), mask_.data(), dx->data());
-    else
-      be_.copy(dy.numel(), dy.data(), dx->data());
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor* dx) override {
+    if (dx)
+      be_.activation_backward(kind_, alpha_, dy.numel(), x.data(), y.data(), dy.data(), dx->data());
   }
 
  private:
   backend::Backend& be_;
-  std::int64_t per_sample_ = 0;
-  std::uint64_t salt_ = 0;
-  bool training_ = false;
-  Tensor mask_;
+  Activation kind_;
+  float alpha_ = 0.0f;
 };
 
 }  // namespace
 
+std::unique_ptr<Layer> make_activation(const LayerSpec& spec, backend::Backend& be) {
+  return std::make_unique<ActivationLayer>(spec, be);
+}
 std::unique_ptr<Layer> make_relu(const LayerSpec& spec, backend::Backend& be) {
-  return std::make_unique<Relu>(spec, be);
-}
-std::unique_ptr<Layer> make_flatten(const LayerSpec& spec, backend::Backend& be) {
-  return std::make_unique<Flatten>(spec, be);
-}
-std::unique_ptr<Layer> make_dropout(const LayerSpec& spec, backend::Backend& be) {
-  return std::make_unique<Dropout>(spec, be);
+  return make_activation(spec, be);
 }
 
 }  // namespace ddp::nn

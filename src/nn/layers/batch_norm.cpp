@@ -1,12 +1,15 @@
 // Batch normalisation over channels (of an image) or features: weight (gamma), bias (beta), and the
-// running mean/variance as non-trainable buffers.
+// running mean/variance as non-trainable buffers. With a BatchStatsReducer (model.sync_batchnorm)
+// a training step normalises with the statistics of every rank's samples, as PyTorch's
+// SyncBatchNorm: the per-channel sums of forward and the two of backward are summed over ranks.
+#include "ddp/nn/batch_stats_reducer.hpp"
 #include "layer_util.hpp"
 #include "layers.hpp"
 
 namespace ddp::nn {
 namespace {
 
-class BatchNorm final : public UnaryLayer {
+class BatchNorm final : public UnaryLayer, public UsesBatchStatsReducer {
  public:
   BatchNorm(const LayerSpec& spec, backend::Backend& be) : UnaryLayer(spec), be_(be) {}
 
@@ -43,10 +46,19 @@ class BatchNorm final : public UnaryLayer {
     var_ = buffers.at(1);
   }
   void forward(const Tensor& x, const Tensor& y, const StepContext& ctx) override {
+    synced_ = reducer_ && ctx.mode == Mode::train;
+    if (synced_) {
+      sync_forward(x.shape()[0], x.data(), y.data());
+      return;
+    }
     op_->forward(x.shape()[0], x.data(), gamma_.data(), beta_.data(), mean_.data(), var_.data(),
                  y.data(), ctx.mode == Mode::train);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor* dx) override {
+    if (synced_) {
+      sync_backward(x.shape()[0], x.data(), dy.data(), dx ? dx->data() : nullptr);
+      return;
+    }
     // oneDNN always produces diff_src; a first-layer batch norm gets a scratch buffer.
     float* dx_data = dx ? dx->data() : nullptr;
     if (!dx_data) {
@@ -59,11 +71,34 @@ class BatchNorm final : public UnaryLayer {
   bool backward_reads_output() const override { return false; }
   double forward_flops() const override { return 4.0 * static_cast<double>(g_.c * g_.h * g_.w); }
 
+  void set_batch_stats_reducer(BatchStatsReducer* reducer) override { reducer_ = reducer; }
+  void forward_without_samples() override {
+    if (!reducer_) return;
+    sync_forward(0, nullptr, nullptr);
+    synced_ = true;
+  }
+  void backward_without_samples() override {
+    if (reducer_) sync_backward(0, nullptr, nullptr, nullptr);
+  }
+
  private:
+  void sync_forward(std::int64_t n, const float* x, float* y) {
+    reducer_->allreduce_sum(op_->forward_sums(n, x));
+    op_->forward_apply(n, x, gamma_.data(), beta_.data(), mean_.data(), var_.data(), y);
+  }
+  // dgamma and dbeta are this rank's part (the gradient all-reduce sums them like any other
+  // parameter's); dx takes every rank's part through the summed pair.
+  void sync_backward(std::int64_t n, const float* x, const float* dy, float* dx) {
+    reducer_->allreduce_sum(op_->backward_sums(n, x, dy, dgamma_.data(), dbeta_.data()));
+    op_->backward_apply(n, x, dy, gamma_.data(), dx);
+  }
+
   backend::Backend& be_;
   backend::BatchNormGeom g_;
   std::unique_ptr<backend::BatchNormOp> op_;
   Tensor gamma_, beta_, dgamma_, dbeta_, mean_, var_, scratch_;
+  BatchStatsReducer* reducer_ = nullptr;
+  bool synced_ = false;  // the last forward used every rank's statistics
 };
 
 }  // namespace

@@ -1,4 +1,5 @@
-// 2-D convolution layer: weight [out, in, k, k], optional bias [out].
+// 2-D convolution layer: weight [out, in / groups, kh, kw] (PyTorch's layout), optional bias [out];
+// per-axis kernel, stride, padding and dilation.
 #include <cmath>
 
 #include "layer_util.hpp"
@@ -30,29 +31,54 @@ Conv2d::Conv2d(const LayerSpec& spec, backend::Backend& be) : UnaryLayer(spec), 
 
 Shape Conv2d::infer(const Shape& in) {
   if (in.rank() != 3) shape_error(*this, in, "expects an image (channels x height x width)");
+  const LayerSpec& sp = spec();
+  auto str = [](std::int64_t v) { return std::to_string(v); };
+  if (sp.groups < 1 || sp.dilation.h < 1 || sp.dilation.w < 1)
+    throw ConfigError("model: " + describe(*this) + ": groups = " + str(sp.groups) +
+                      " and dilation = " + str(sp.dilation.h) + "x" + str(sp.dilation.w) +
+                      " must be at least 1");
   g_.c = in[0];
   g_.h = in[1];
   g_.w = in[2];
-  g_.k = spec().out_channels;
-  g_.r = spec().kernel.h;
-  g_.s = spec().kernel.w;
-  g_.stride = spec().stride.h > 0 ? spec().stride.h : 1;
-  g_.pad = spec().padding.h;
-  g_.bias = spec().bias;
-  if (g_.h + 2 * g_.pad < g_.r || g_.w + 2 * g_.pad < g_.s)
+  g_.k = sp.out_channels;
+  g_.r = sp.kernel.h;
+  g_.s = sp.kernel.w;
+  g_.stride_h = sp.stride.h > 0 ? sp.stride.h : 1;
+  g_.stride_w = sp.stride.w > 0 ? sp.stride.w : 1;
+  g_.pad_h = sp.padding.h;
+  g_.pad_w = sp.padding.w;
+  g_.dil_h = sp.dilation.h;
+  g_.dil_w = sp.dilation.w;
+  g_.groups = sp.groups;
+  g_.bias = sp.bias;
+  if (g_.k % g_.groups != 0)
+    throw ConfigError("model: " + describe(*this) + ": out_channels = " + str(g_.k) +
+                      " is not divisible by groups = " + str(g_.groups));
+  if (g_.c % g_.groups != 0)
     shape_error(*this, in,
-                "kernel " + std::to_string(g_.r) + " is larger than the padded input " +
-                    std::to_string(g_.h + 2 * g_.pad) + "x" + std::to_string(g_.w + 2 * g_.pad));
-  g_.oh = pooled_extent(g_.h, g_.r, g_.stride, g_.pad);
-  g_.ow = pooled_extent(g_.w, g_.s, g_.stride, g_.pad);
+                "its " + str(g_.c) + " channels are not divisible by groups = " + str(g_.groups));
+  // The extent a dilated kernel spans.
+  const std::int64_t span_h = (g_.r - 1) * g_.dil_h + 1, span_w = (g_.s - 1) * g_.dil_w + 1;
+  if (g_.h + 2 * g_.pad_h < span_h || g_.w + 2 * g_.pad_w < span_w) {
+    std::string kernel = "kernel " + str(g_.r) + "x" + str(g_.s);
+    if (g_.dil_h > 1 || g_.dil_w > 1)
+      kernel += " (dilation " + str(g_.dil_h) + "x" + str(g_.dil_w) + ": spans " + str(span_h) +
+                "x" + str(span_w) + ")";
+    shape_error(*this, in,
+                kernel + " is larger than the padded input " + str(g_.h + 2 * g_.pad_h) + "x" +
+                    str(g_.w + 2 * g_.pad_w));
+  }
+  g_.oh = pooled_extent(g_.h, span_h, g_.stride_h, g_.pad_h);
+  g_.ow = pooled_extent(g_.w, span_w, g_.stride_w, g_.pad_w);
   op_ = be_.conv(g_);
   return Shape{g_.k, g_.oh, g_.ow};
 }
 
 std::vector<ParamSpec> Conv2d::param_specs() const {
-  const std::int64_t fan_in = g_.c * g_.r * g_.s;
+  const std::int64_t fan_in = (g_.c / g_.groups) * g_.r * g_.s;
+  // PyTorch's fan-out of a [out, in/groups, kh, kw] weight: out x kh x kw (groups do not divide).
   const std::int64_t fan_out = g_.k * g_.r * g_.s;
-  std::vector<ParamSpec> p{{"weight", Shape{g_.k, g_.c, g_.r, g_.s},
+  std::vector<ParamSpec> p{{"weight", Shape{g_.k, g_.c / g_.groups, g_.r, g_.s},
                             init_weight(spec(), Init::uniform_fan_in), fan_in, fan_out}};
   if (g_.bias)
     p.push_back({"bias", Shape{g_.k}, init_bias(spec(), Init::uniform_fan_in), fan_in, fan_out});
@@ -79,7 +105,7 @@ void Conv2d::backward(const Tensor& x, const Tensor&, const Tensor& dy, const Te
 }
 
 double Conv2d::forward_flops() const {
-  return 2.0 * static_cast<double>(g_.k * g_.oh * g_.ow * g_.c * g_.r * g_.s);
+  return 2.0 * static_cast<double>(g_.k * g_.oh * g_.ow * (g_.c / g_.groups) * g_.r * g_.s);
 }
 
 }  // namespace
