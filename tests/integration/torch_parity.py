@@ -1,15 +1,27 @@
 #!/usr/bin/env python3
 """PyTorch parity of one preset (test_torch_parity.sh): the same weights, the same batch, one
-training forward/backward in ddp_train (tests/tools/torch_parity_step) and in torch; logits, loss,
-every parameter gradient and the batch-norm running statistics after the step must agree within
-TOL, as a norm-wise relative error per tensor: ||ours - torch||_2 / ||torch||_2 (a tensor that is
-zero in torch must be zero in ours).
+training forward/backward in ddp_train (tests/tools/torch_parity_step) and in torch.
 
-The weights are torchvision's (its initialisation, seeded, with every batch norm's weight, bias and
-running statistics drawn at random so that none is the trivial 1/0), written into a snapshot that
-the tool created for the preset: the h5py edit of /model, then the header zeroed, as
-docs/snapshot_format.md describes. snapshot_to_torch.load_snapshot reads the edited file back and
-must give torch's tensors bit for bit.
+Compared: logits, loss, every parameter gradient and the batch-norm running statistics after the
+step, each as a norm-wise relative error per tensor, ||ours - torch||_2 / ||torch||_2 <= TOL, with
+torch computing in float64 (the exact values of these float32 weights and inputs; torch's own
+float32 result is printed beside, and is no closer to them than ours). A gradient that is zero by
+construction (a batch norm's bias whose output only reaches a 1x1 convolution and then a batch
+norm, which removes any per-channel shift: MobileNetV2's linear bottlenecks) holds rounding noise
+in float32 on both sides; ours must be below TOL times the norm of the whole gradient.
+
+The weights are torchvision's (its initialisation) with every batch norm's weight, bias and running
+statistics drawn at random, written into a snapshot that the tool created for the preset (the h5py
+edit of /model, then the header zeroed, as docs/snapshot_format.md describes);
+snapshot_to_torch.load_snapshot reads the edited file back and must give torch's tensors bit for
+bit.
+
+A ReLU (or ReLU6) input within rounding distance of 0 (or 6) makes float32 results differ in a mask
+bit, which moves every gradient below it by ~1e-3 in both ours and torch's float32: a fact about the
+input, not about either implementation. So the batch norms get weights in [0.2, 0.4] and biases of
+either sign of magnitude [0.6, 1.0] (few pre-activations near the kinks), and of the seeds 0, 1, ...
+the first whose float64 forward keeps every ReLU input at least MARGIN (relative to that input's
+standard deviation) away from a kink is used.
 
 usage: torch_parity.py TOOL WORKDIR PRESET SIDE BATCH LABEL_SMOOTHING
 """
@@ -25,6 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import snapshot_to_torch  # noqa: E402
 
 TOL = 1e-4
+MARGIN = 2e-6  # float32 activations are off by ~1e-7 of their spread
 
 
 def rel_err(ours, ref):
@@ -53,75 +66,110 @@ def write_state(snapshot, state):
         f.write(bytes(512))
 
 
+def candidate(preset, seed, side, batch):
+    """torchvision's initialisation, random batch-norm state, a random batch."""
+    torch.manual_seed(seed)
+    model = snapshot_to_torch.build_model(preset, 10, "cifar", 3)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.weight.uniform_(0.2, 0.4)
+                m.bias.uniform_(0.6, 1.0).mul_(torch.randint(0, 2, m.bias.shape) * 2 - 1)
+                m.running_mean.normal_(0.0, 0.2)
+                m.running_var.uniform_(0.5, 1.5)
+    return model, torch.randn(batch, 3, side, side), torch.randint(0, 10, (batch,))
+
+
+def forward_backward(preset, state, x, y, smoothing, dtype, margins=None):
+    """A training step's forward and backward of a fresh model holding `state`, in `dtype`:
+    (model, logits, loss). With `margins`, appends each ReLU input's distance to its kinks."""
+    model = snapshot_to_torch.build_model(preset, 10, "cifar", 3)
+    model.load_state_dict(state)
+    model.to(dtype).train()
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):  # the tool runs dropout with p = 0 too (other RNGs)
+            m.p = 0.0
+        if margins is not None and isinstance(m, (torch.nn.ReLU, torch.nn.ReLU6)):
+            def hook(mod, inputs):
+                t = inputs[0].detach()
+                d = t.abs() if isinstance(mod, torch.nn.ReLU) else torch.minimum(t.abs(), (t - 6).abs())
+                margins.append(float(d.min() / t.std()))
+            m.register_forward_pre_hook(hook)
+    logits = model(x.to(dtype))
+    loss = torch.nn.functional.cross_entropy(logits, y, label_smoothing=smoothing)
+    loss.backward()
+    return model, logits.detach().double().numpy(), loss.item()
+
+
 def main():
     tool, work, preset, side, batch, smoothing = sys.argv[1:7]
     side, batch, smoothing = int(side), int(batch), float(smoothing)
-    torch.manual_seed(1234)
     torch.set_num_threads(1)
+    for seed in range(20):
+        model, x, y = candidate(preset, seed, side, batch)
+        margins = []
+        exact, logits64, loss64 = forward_backward(preset, model.state_dict(), x, y, smoothing,
+                                                   torch.float64, margins)
+        if min(margins) >= MARGIN:
+            break
+    else:
+        sys.exit(f"no seed in 0..19 keeps the ReLU inputs {MARGIN:g} away from their kinks")
+
     config = os.path.join(work, f"{preset}.toml")
     with open(config, "w") as f:
         f.write(f'[data]\ndataset = "cifar10"\n[model]\npreset = "{preset}"\nstem = "cifar"\n'
                 f"[train]\nseed = 5\nlabel_smoothing = {smoothing}\n")
     snap, batch_file, out = (os.path.join(work, f"{preset}.{x}.h5") for x in ("snap", "batch", "out"))
     subprocess.run([tool, "init", config, snap, "3", str(side), str(side)], check=True)
-
-    # torchvision's weights, random batch-norm state, into the snapshot; read back bit for bit.
-    ref_model, _ = snapshot_to_torch.load_snapshot(snap)
-    model = snapshot_to_torch.build_model(preset, 10, "cifar", 3)
-    for m in model.modules():
-        if isinstance(m, torch.nn.BatchNorm2d):
-            with torch.no_grad():
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.normal_(0.0, 0.2)
-                m.running_mean.normal_(0.0, 0.2)
-                m.running_var.uniform_(0.5, 1.5)
-    assert ref_model.state_dict().keys() == model.state_dict().keys()
+    # ddp_train's own initialisation has exactly torch's keys and shapes (load_snapshot is strict).
+    snapshot_to_torch.load_snapshot(snap)
     write_state(snap, model.state_dict())
     loaded, _ = snapshot_to_torch.load_snapshot(snap)
     for k, v in model.state_dict().items():
         if not k.endswith("num_batches_tracked"):
             assert torch.equal(loaded.state_dict()[k], v), f"{k} did not survive the snapshot"
-
-    x = torch.randn(batch, 3, side, side)
-    y = torch.randint(0, 10, (batch,))
     with h5py.File(batch_file, "w") as f:
         f["images"] = x.numpy()
         f["labels"] = y.numpy().astype(np.int32)
     subprocess.run([tool, "step", config, snap, batch_file, out], check=True)
+    f32, logits32, loss32 = forward_backward(preset, model.state_dict(), x, y, smoothing,
+                                             torch.float32)
 
-    model.train()
-    for m in model.modules():  # the tool runs dropout with p = 0 too (different RNGs)
-        if isinstance(m, torch.nn.Dropout):
-            m.p = 0.0
-    logits = model(x)
-    loss = torch.nn.functional.cross_entropy(logits, y, label_smoothing=smoothing)
-    loss.backward()
-
-    errors = {}
+    g64 = {n: p.grad.numpy() for n, p in exact.named_parameters()}
+    g32 = {n: p.grad.numpy() for n, p in f32.named_parameters()}
+    total64 = np.sqrt(sum(np.sum(g ** 2) for g in g64.values()))
+    errors, torch32, zero = {}, {}, []
     with h5py.File(out, "r") as f:
-        errors["logits"] = rel_err(f["logits"][()], logits.detach().numpy())
-        errors["loss"] = rel_err(f["loss"][()], [loss.item()])
-        params = dict(model.named_parameters())
-        if set(f["grads"].keys()) != set(params):
-            sys.exit(f"gradient names differ: ours only {sorted(set(f['grads']) - set(params))}, "
-                     f"torch only {sorted(set(params) - set(f['grads']))}")
-        for name, p in params.items():
-            errors["grad " + name] = rel_err(f["grads"][name][()], p.grad.numpy())
-        buffers = {k: v for k, v in model.named_buffers() if not k.endswith("num_batches_tracked")}
+        errors["logits"] = rel_err(f["logits"][()], logits64)
+        errors["loss"] = rel_err(f["loss"][()], [loss64])
+        torch32["logits"], torch32["loss"] = rel_err(logits32, logits64), rel_err([loss32], [loss64])
+        if set(f["grads"].keys()) != set(g64):
+            sys.exit(f"gradient names differ: ours only {sorted(set(f['grads']) - set(g64))}, "
+                     f"torch only {sorted(set(g64) - set(f['grads']))}")
+        for name, ref in g64.items():
+            ours = f["grads"][name][()]
+            if np.linalg.norm(ref) <= 1e-9 * total64:
+                zero.append(name)
+                errors["grad " + name] = np.linalg.norm(ours) / total64
+            else:
+                errors["grad " + name] = rel_err(ours, ref)
+                torch32["grad " + name] = rel_err(g32[name], ref)
+        buffers = {k: v for k, v in exact.named_buffers() if not k.endswith("num_batches_tracked")}
         if set(f["buffers"].keys()) != set(buffers):
             sys.exit(f"buffer names differ: {sorted(f['buffers'].keys())} vs {sorted(buffers)}")
         for name, b in buffers.items():
             errors["buffer " + name] = rel_err(f["buffers"][name][()], b.numpy())
 
+    grads = [v for k, v in errors.items() if k.startswith("grad ") and k[5:] not in zero]
     worst = max(errors, key=errors.get)
-    grads = [v for k, v in errors.items() if k.startswith("grad ")]
-    print(f"{preset} ({side}x{side}, batch {batch}, label smoothing {smoothing}): "
-          f"logits {errors['logits']:.2e}, loss {errors['loss']:.2e}, "
-          f"{len(grads)} gradients max {max(grads):.2e}, worst: {worst} {errors[worst]:.2e}")
+    print(f"{preset} ({side}x{side}, batch {batch}, label smoothing {smoothing}, seed {seed}): "
+          f"logits {errors['logits']:.1e}, loss {errors['loss']:.1e}, {len(grads)} gradients "
+          f"max {max(grads):.1e} (torch float32: {max(torch32.values()):.1e}), {len(zero)} zero by "
+          f"construction, {len(buffers)} running statistics; worst: {worst} {errors[worst]:.1e}")
     bad = {k: v for k, v in errors.items() if not v <= TOL}
     if bad:
         for k, v in sorted(bad.items(), key=lambda kv: -kv[1])[:20]:
-            print(f"  over {TOL:g}: {k}: {v:.3e}")
+            print(f"  over {TOL:g}: {k}: {v:.3e} (torch float32: {torch32.get(k, float('nan')):.1e})")
         sys.exit(1)
 
 

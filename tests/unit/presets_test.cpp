@@ -15,7 +15,6 @@
 #include "ddp/app/config.hpp"
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/error.hpp"
-#include "ddp/nn/layer_registry.hpp"
 #include "ddp/nn/model.hpp"
 
 namespace ddp::app {
@@ -30,11 +29,6 @@ PresetOptions opts(std::string stem, std::int64_t classes = 10, bool zero_init =
   o.classes = classes;
   o.zero_init_residual = zero_init;
   return o;
-}
-
-// MobileNetV2 needs relu6 and grouped convolutions in the layer registry.
-bool has_mobilenet_layers() {
-  return nn::find_layer_type("relu6") != nullptr;
 }
 
 struct Built {
@@ -94,7 +88,6 @@ constexpr Counts kTorchvision[] = {
 TEST(Presets, ParameterCountsAreTorchvisions) {
   for (const auto& c : kTorchvision) {
     SCOPED_TRACE(std::string(c.preset) + " " + c.stem);
-    if (std::string(c.preset) == "mobilenet_v2" && !has_mobilenet_layers()) continue;
     auto b = build(c.preset, opts(c.stem), false);
     EXPECT_EQ(b->model->num_parameters(), c.params);
     EXPECT_EQ(static_cast<std::int64_t>(b->model->named_params().size()), c.param_tensors);
@@ -173,7 +166,6 @@ TEST(Presets, InitialisationIsTorchvisions) {
   EXPECT_NEAR(stddev(fc), 0.125 / std::sqrt(3.0), 0.015);
   EXPECT_FALSE(all_equal(b->tensors.at("fc.bias")->tensor, 0.0f));
 
-  if (!has_mobilenet_layers()) GTEST_SKIP() << "relu6 is not a layer type yet";
   auto m = build("mobilenet_v2", opts("cifar"));
   // Depthwise: weight [576, 1, 3, 3], fan-out 576 x 9 as torch computes it (not divided by groups).
   const Tensor& dw = m->tensors.at("features.13.conv.1.0.weight")->tensor;
@@ -258,7 +250,6 @@ TEST_F(PresetConfigTest, StemAndZeroInitResidualOnlyWhereTheyApply) {
 TEST_F(PresetConfigTest, ResolvedConfigurationReadsBack) {
   for (const char* preset : {"resnet20", "resnet50", "mobilenet_v2"}) {
     SCOPED_TRACE(preset);
-    if (std::string(preset) == "mobilenet_v2" && !has_mobilenet_layers()) continue;
     const Config c = load_config("", {{"model.preset", preset},
                                       {"model.stem", "cifar"},
                                       {"model.zero_init_residual", preset[0] == 'r' ? "1" : "0"}});

@@ -38,7 +38,7 @@ struct ParamSpec {
   Shape shape;
   Init init = Init::zeros;
   std::int64_t fan_in = 0;
-  std::int64_t fan_out = 0;  // kaiming_normal_fan_out: out_channels x kernel area / groups
+  std::int64_t fan_out = 0;  // kaiming_normal_fan_out: out_channels x kernel area (as PyTorch)
 };
 
 class Layer {
