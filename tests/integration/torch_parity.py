@@ -19,7 +19,8 @@ bit.
 A ReLU (or ReLU6) input within rounding distance of 0 (or 6) makes float32 results differ in a mask
 bit, which moves every gradient below it by ~1e-3 in both ours and torch's float32: a fact about the
 input, not about either implementation. So the batch norms get weights in [0.2, 0.4] and biases of
-either sign of magnitude [0.6, 1.0] (few pre-activations near the kinks), and of the seeds 0, 1, ...
+either sign of magnitude [0.6, 1.0] (few pre-activations near the kinks; with ReLU6, a third of the
+channels at 6.6 to 7.0 instead, around its upper kink), and of the seeds 0, 1, ...
 the first whose float64 forward keeps every ReLU input at least MARGIN (relative to that input's
 standard deviation) away from a kink is used.
 
@@ -70,11 +71,18 @@ def candidate(preset, seed, side, batch):
     """torchvision's initialisation, random batch-norm state, a random batch."""
     torch.manual_seed(seed)
     model = snapshot_to_torch.build_model(preset, 10, "cifar", 3)
+    # With ReLU6, a third of the channels sit around 6 so that its upper kink is exercised too.
+    modes = 3 if any(isinstance(m, torch.nn.ReLU6) for m in model.modules()) else 2
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, torch.nn.BatchNorm2d):
+                mode = torch.randint(0, modes, m.bias.shape)
+                magnitude = torch.empty_like(m.bias).uniform_(0.6, 1.0)
+                m.bias.copy_(torch.where(mode == 0, -magnitude, magnitude))
                 m.weight.uniform_(0.2, 0.4)
-                m.bias.uniform_(0.6, 1.0).mul_(torch.randint(0, 2, m.bias.shape) * 2 - 1)
+                upper = mode == 2  # x in about 3.25 +- 4: the tail beyond 6 is clipped
+                m.bias[upper] = torch.empty_like(m.bias[upper]).uniform_(3.0, 3.5)
+                m.weight[upper] = torch.empty_like(m.weight[upper]).uniform_(1.0, 1.2)
                 m.running_mean.normal_(0.0, 0.2)
                 m.running_var.uniform_(0.5, 1.5)
     return model, torch.randn(batch, 3, side, side), torch.randint(0, 10, (batch,))
