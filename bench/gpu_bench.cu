@@ -177,7 +177,7 @@ Result run_model(const std::string& model, const Options& o, CudaBackend& be,
         static_cast<std::int32_t>(lrng.next_below(static_cast<std::uint64_t>(classes)));
   for (int s = 0; s < 2; ++s) be.to_device(host_x[s].data(), dev_x[s].data(), xn * sizeof(float));
   const ddp::Tensor dlogits = be.alloc(ddp::Shape{n, classes});
-  ddp::app::OptimConfig oc;
+  ddp::optim::Options oc;
   oc.momentum = 0.9;
   auto opt = ddp::optim::Optimizer::create(oc, be, net.params().size());
   const float grad_scale = 1.0f / static_cast<float>(n * ranks);  // the global mean

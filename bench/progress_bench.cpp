@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
   ddp::nn::Model model(ddp::app::preset_layers(model_name), input, 10, *be);
   model.reserve(batch);
   model.init_parameters(1);
-  ddp::app::OptimConfig oc;
+  ddp::optim::Options oc;
   oc.lr = 1e-3;
   auto opt = ddp::optim::Optimizer::create(oc, *be, model.params().size());
   Tensor x = Tensor::zeros(input.with_batch(batch));

@@ -178,8 +178,8 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-ddp::app::OptimConfig sgd_config() {
-  ddp::app::OptimConfig c;
+ddp::optim::Options sgd_config() {
+  ddp::optim::Options c;
   c.name = "sgd";
   c.lr = 0.01;
   c.momentum = 0.9;
@@ -282,7 +282,8 @@ void run_profile(const std::string& name, int threads, const Options& o, const B
   Shape shape = kInput;
   for (const auto& s : specs) {
     layers.push_back(ddp::nn::make_layer(s, *be));
-    shape = layers.back()->infer(shape);
+    // The profiled nets are chains of one-input layers.
+    shape = dynamic_cast<ddp::nn::UnaryLayer&>(*layers.back()).infer(shape);
     out.push_back(shape);
   }
 
@@ -344,7 +345,8 @@ void run_profile(const std::string& name, int threads, const Options& o, const B
     for (std::size_t i = 0; i < L; ++i) {
       const Tensor& x = i == 0 ? data.x : act[i - 1];
       const auto t0 = Clock::now();
-      if (!layers[i]->is_view()) layers[i]->forward(x, act[i], ctx);
+      if (!layers[i]->is_view())
+        dynamic_cast<ddp::nn::UnaryLayer&>(*layers[i]).forward(x, act[i], ctx);
       if (timed) prof[i].fwd_s += seconds_since(t0);
     }
     auto t0 = Clock::now();
@@ -356,7 +358,8 @@ void run_profile(const std::string& name, int threads, const Options& o, const B
       const Tensor& x = i == 0 ? data.x : act[i - 1];
       const auto t1 = Clock::now();
       if (!layers[i]->is_view())
-        layers[i]->backward(x, act[i], dy, has_dx[i] ? &dact[i - 1] : nullptr);
+        dynamic_cast<ddp::nn::UnaryLayer&>(*layers[i])
+            .backward(x, act[i], dy, has_dx[i] ? &dact[i - 1] : nullptr);
       if (timed) prof[i].bwd_s += seconds_since(t1);
       if (i > 0) dy = dact[i - 1];
     }

@@ -483,6 +483,8 @@ std::optional<std::string> LayerKey::check(const Value& v) const {
     if (auto e = check_identifier(*s)) return e;
   }
   if (const auto* list = std::get_if<std::vector<std::string>>(&v)) {
+    if (list->empty())
+      return std::string("names no layer; leave the key out to read the layer above");
     if (max_items > 0 && list->size() > max_items)
       return "takes " + std::to_string(max_items) + " name; use inputs = [...] for several";
     for (const auto& item : *list)

@@ -72,7 +72,9 @@ GraphPlan plan_graph(const std::vector<std::unique_ptr<Layer>>& layers, const Sh
       if (p != kModelInput) ++plan.consumers[static_cast<std::size_t>(p)];
     }
     plan.out_shapes.push_back(layers[i]->infer(shapes));
-    index.emplace(layer.name(), static_cast<int>(i));
+    if (!index.emplace(layer.name(), static_cast<int>(i)).second)
+      throw ConfigError("model: " + describe(layer) + ": the name '" + layer.name() +
+                        "' is used by a layer above; layer names must be unique");
   }
 
   for (std::size_t i = 0; i + 1 < n; ++i) {

@@ -136,6 +136,9 @@ void GraphExecutor::backward(const Tensor& dy_last,
   if (last_mode_ != Mode::train) throw Error("internal: backward after an evaluation forward");
   const std::int64_t n = last_n_;
   const std::size_t count = layers_.size();
+  if (dy_last.shape() != plan_.out_shapes[count - 1].with_batch(n))
+    throw Error("internal: output gradient " + dy_last.shape().str() + " for a forward of " +
+                plan_.out_shapes[count - 1].with_batch(n).str());
   const int last_root = plan_.storage[count - 1];
   if (last_root != kModelInput) {
     const Tensor dy = grad_view(last_root, plan_.out_shapes[count - 1], n);

@@ -16,7 +16,7 @@ double cos_anneal(double start, double end, double pct) {
 
 }  // namespace
 
-LrSchedule::LrSchedule(const app::ScheduleConfig& cfg, double base_lr, std::int64_t steps_per_epoch,
+LrSchedule::LrSchedule(const ScheduleOptions& cfg, double base_lr, std::int64_t steps_per_epoch,
                        std::int64_t epochs)
     : cfg_(cfg),
       base_(base_lr),

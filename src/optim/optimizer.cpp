@@ -14,7 +14,7 @@ float* at(float* p, std::size_t offset) {
 
 class Sgd final : public Optimizer {
  public:
-  Sgd(const app::OptimConfig& c, backend::Backend& be, std::size_t count,
+  Sgd(const Options& c, backend::Backend& be, std::size_t count,
       const std::vector<ParamRange>& norm_and_bias)
       : be_(be), runs_(decay_runs(c, count, norm_and_bias)) {
     h_.momentum = static_cast<float>(c.momentum);
@@ -42,7 +42,7 @@ class Sgd final : public Optimizer {
 
 class Adam final : public Optimizer {
  public:
-  Adam(const app::OptimConfig& c, backend::Backend& be, std::size_t count, bool decoupled,
+  Adam(const Options& c, backend::Backend& be, std::size_t count, bool decoupled,
        const std::vector<ParamRange>& norm_and_bias)
       : be_(be),
         runs_(decay_runs(c, count, norm_and_bias)),
@@ -75,7 +75,7 @@ class Adam final : public Optimizer {
 
 }  // namespace
 
-std::vector<Optimizer::Run> Optimizer::decay_runs(const app::OptimConfig& cfg, std::size_t count,
+std::vector<Optimizer::Run> Optimizer::decay_runs(const Options& cfg, std::size_t count,
                                                   std::vector<ParamRange> norm_and_bias) {
   if (!cfg.no_decay_norm_bias || cfg.weight_decay == 0.0) return {{0, count, true}};
   std::sort(norm_and_bias.begin(), norm_and_bias.end());
@@ -120,7 +120,7 @@ void Optimizer::push_state() {
   for (const auto& [name, m] : state_) m.push();
 }
 
-std::unique_ptr<Optimizer> Optimizer::create(const app::OptimConfig& cfg, backend::Backend& be,
+std::unique_ptr<Optimizer> Optimizer::create(const Options& cfg, backend::Backend& be,
                                              std::size_t count,
                                              const std::vector<ParamRange>& norm_and_bias) {
   if (cfg.name == "sgd") return std::make_unique<Sgd>(cfg, be, count, norm_and_bias);

@@ -94,7 +94,7 @@ TEST(BackendMemory, ModelNamedViewsAreTheHostMirrorsAndLayersComputeOnTheBackend
 
 TEST(BackendMemory, OptimizerStateIsNamedAndMirrored) {
   auto be = make_cpu_backend();
-  app::OptimConfig c;
+  optim::Options c;
   c.name = "adam";
   auto opt = optim::Optimizer::create(c, *be, 32);
   const auto state = opt->state();
@@ -193,8 +193,8 @@ void train_steps(nn::Model& m, optim::Optimizer& opt, int first, int steps) {
   (void)be.take_loss();
 }
 
-app::OptimConfig momentum() {
-  app::OptimConfig c;
+optim::Options momentum() {
+  optim::Options c;
   c.momentum = 0.9;
   return c;
 }

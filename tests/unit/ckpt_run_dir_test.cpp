@@ -32,7 +32,7 @@ struct SmallRun {
       : model({L("conv2d", "conv1", 3, 3), L("batchnorm", "bn1"), L("relu", "relu1"),
                L("flatten", "flat"), L("linear", "fc1", 4)},
               Shape{2, 5, 5}, 4, *be) {
-    app::OptimConfig c;
+    optim::Options c;
     c.momentum = 0.9;
     opt = optim::Optimizer::create(c, *be, model.params().size());
     model.init_parameters(1);

@@ -42,7 +42,7 @@ struct TrainedRun {
   explicit TrainedRun(const std::string& optimizer, std::uint64_t seed = 1,
                       const std::vector<nn::LayerSpec>& specs = small_net())
       : model(specs, Shape{2, 6, 6}, 4, *be) {
-    app::OptimConfig c;
+    optim::Options c;
     c.name = optimizer;
     c.momentum = optimizer == "sgd" ? 0.9 : 0.0;
     opt = optim::Optimizer::create(c, *be, model.params().size());
@@ -186,7 +186,7 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, RoundTrip, ::testing::Values("sgd", "adam",
 TEST(Snapshot, PlainSgdHasNoOptimizerState) {
   ScratchDir dir;
   TrainedRun a("sgd");
-  app::OptimConfig plain;  // momentum 0: no state buffer
+  optim::Options plain;  // momentum 0: no state buffer
   a.opt = optim::Optimizer::create(plain, *a.be, a.model.params().size());
   a.train(2);
   const fs::path file = dir.path() / "snapshot_e0001.h5";

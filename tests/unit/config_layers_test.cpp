@@ -140,9 +140,10 @@ kernel = 3
 }
 
 TEST_F(ConfigLayersTest, UnknownTypeOrKey) {
-  EXPECT_THAT(error_for("[[model.layers]]\ntype = \"conv\"\n"),
-              HasSubstr(at(2) + ": model.layers[0]: type = \"conv\": must be one of conv2d, linear, "
-                                "batchnorm, relu, relu6"));
+  EXPECT_THAT(
+      error_for("[[model.layers]]\ntype = \"conv\"\n"),
+      HasSubstr(at(2) + ": model.layers[0]: type = \"conv\": must be one of conv2d, linear, "
+                        "batchnorm, relu, relu6"));
   EXPECT_THAT(error_for("[[model.layers]]\ntype = \"conv\"\n"),
               HasSubstr("did you mean 'conv2d'?"));
   EXPECT_THAT(error_for("[[model.layers]]\ntype = \"maxpool\"\nkernal = 2\n"),
@@ -172,9 +173,10 @@ TEST_F(ConfigLayersTest, ValueErrors) {
   EXPECT_THAT(error_for("[[model.layers]]\ntype = \"conv2d\"\nout_channels = 0\nkernel = 3\n"),
               HasSubstr(at(3) + ": model.layers[0] (conv2d 'conv1'): out_channels = 0: must be "
                                 ">= 1"));
-  EXPECT_THAT(error_for("[[model.layers]]\ntype = \"conv2d\"\nout_channels = 6\nkernel = \"3\"\n"),
-              HasSubstr(at(4) + ": model.layers[0] (conv2d 'conv1'): kernel: expected an integer or "
-                                "[height, width], got string \"3\""));
+  EXPECT_THAT(
+      error_for("[[model.layers]]\ntype = \"conv2d\"\nout_channels = 6\nkernel = \"3\"\n"),
+      HasSubstr(at(4) + ": model.layers[0] (conv2d 'conv1'): kernel: expected an integer or "
+                        "[height, width], got string \"3\""));
   EXPECT_THAT(error_for("[[model.layers]]\ntype = \"relu\"\nname = \"a/b\"\n"),
               HasSubstr(at(3) + ": model.layers[0] (relu 'relu1'): name = \"a/b\": must be "
                                 "non-empty"));

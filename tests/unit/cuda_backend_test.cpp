@@ -193,7 +193,8 @@ TEST_F(CudaVsCpu, ConvolutionForwardBackward) {
 PoolGeom pool_geom(PoolKind kind, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
                    std::int64_t stride, std::int64_t pad) {
   PoolGeom g;
-  g.kind = kind, g.c = c, g.h = h, g.w = w, g.kh = g.kw = k, g.stride_h = g.stride_w = stride, g.pad_h = g.pad_w = pad;
+  g.kind = kind, g.c = c, g.h = h, g.w = w, g.kh = g.kw = k, g.stride_h = g.stride_w = stride,
+  g.pad_h = g.pad_w = pad;
   g.oh = (h + 2 * pad - k) / stride + 1;
   g.ow = (w + 2 * pad - k) / stride + 1;
   return g;

@@ -107,8 +107,8 @@ double step(nn::Model& m, optim::Optimizer& opt, std::int64_t batch, std::uint64
   return r.loss_sum / static_cast<double>(batch);
 }
 
-app::OptimConfig sgd_momentum() {
-  app::OptimConfig c;
+optim::Options sgd_momentum() {
+  optim::Options c;
   c.name = "sgd";
   c.momentum = 0.9;
   c.weight_decay = 5e-4;

@@ -322,5 +322,35 @@ inputs = ["y"]
   EXPECT_THAT(e, HasSubstr(".toml:10: model.layers[0] (conv2d 'conv1'): give either input"));
 }
 
+TEST_F(GraphConfigErrors, BatchNormTakesNoRandomInit) {
+  const auto e = error_for(R"([[model.layers]]
+type = "conv2d"
+out_channels = 4
+kernel = 3
+[[model.layers]]
+type = "batchnorm"
+init = "kaiming_normal"
+)" + std::string(kTail));
+  EXPECT_THAT(e, HasSubstr("layer 'bn1' (batchnorm, "));
+  EXPECT_THAT(e, HasSubstr("init = \"kaiming_normal\" does not apply to batchnorm"));
+}
+
+TEST_F(GraphConfigErrors, AnEmptyInputList) {
+  const auto e = error_for(R"([[model.layers]]
+type = "conv2d"
+out_channels = 4
+kernel = 3
+inputs = []
+)" + std::string(kTail));
+  EXPECT_THAT(e, HasSubstr(".toml:9: model.layers[0] (conv2d 'conv1'): inputs = []: names no "
+                           "layer"));
+}
+
+TEST(Graph, DuplicateNamesBuiltInCodeAreRefused) {
+  auto be = backend::make_cpu_backend();
+  EXPECT_THROW(Model({L("flatten", "x"), L("linear", "x", 2)}, Shape{1, 2, 2}, 2, *be),
+               ConfigError);
+}
+
 }  // namespace
 }  // namespace ddp::nn

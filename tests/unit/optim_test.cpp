@@ -22,7 +22,7 @@ struct Trajectory {
       {0.1f, 0.2f, -0.3f}, {0.3f, -0.1f, 0.0f}, {-0.2f, 0.4f, 0.1f}};
 };
 
-std::vector<float> run(const app::OptimConfig& c, double lr) {
+std::vector<float> run(const optim::Options& c, double lr) {
   auto be = backend::make_cpu_backend();
   Trajectory r;
   auto opt = Optimizer::create(c, *be, r.w.size());
@@ -33,7 +33,7 @@ std::vector<float> run(const app::OptimConfig& c, double lr) {
 
 TEST(Optimizer, SgdMomentumNesterovWeightDecay) {
   for (bool nesterov : {false, true}) {
-    app::OptimConfig c;
+    optim::Options c;
     c.name = "sgd";
     c.momentum = 0.9;
     c.nesterov = nesterov;
@@ -53,7 +53,7 @@ TEST(Optimizer, SgdMomentumNesterovWeightDecay) {
 }
 
 TEST(Optimizer, PlainSgd) {
-  app::OptimConfig c;
+  optim::Options c;
   const auto got = run(c, 0.5);
   Trajectory r;
   for (std::size_t i = 0; i < 3; ++i) {
@@ -65,7 +65,7 @@ TEST(Optimizer, PlainSgd) {
 
 TEST(Optimizer, AdamAndAdamW) {
   for (const char* name : {"adam", "adamw"}) {
-    app::OptimConfig c;
+    optim::Options c;
     c.name = name;
     c.weight_decay = 0.05;  // not 0.1: w=-2 would cancel the 0.2 gradient, an ill-posed case
     const auto got = run(c, 0.01);
@@ -110,7 +110,7 @@ TEST(Optimizer, NoDecayNormBiasSkipsExactlyBatchNormParametersAndBiases) {
       model.init_parameters(7);
       const std::vector<float> before(model.params().begin(), model.params().end());
       const std::vector<float> zero(before.size(), 0.0f);
-      app::OptimConfig c;
+      optim::Options c;
       c.name = name;
       c.momentum = 0.9;
       c.weight_decay = 0.1;
@@ -153,13 +153,13 @@ TEST(Optimizer, NormAndBiasRangesCoverNeighboursAndPadding) {
 
 TEST(Optimizer, UnknownNameIsConfigError) {
   auto be = backend::make_cpu_backend();
-  app::OptimConfig c;
+  optim::Options c;
   c.name = "lamb";
   EXPECT_THROW(Optimizer::create(c, *be, 4), ConfigError);
 }
 
 TEST(Schedule, ConstantWithWarmup) {
-  app::ScheduleConfig s;
+  optim::ScheduleOptions s;
   s.warmup_epochs = 1;
   LrSchedule l(s, 0.1, 10, 5);
   EXPECT_DOUBLE_EQ(l.at(0), 0.0);
@@ -169,7 +169,7 @@ TEST(Schedule, ConstantWithWarmup) {
 }
 
 TEST(Schedule, StepDecay) {
-  app::ScheduleConfig s;
+  optim::ScheduleOptions s;
   s.name = "step";
   s.step_size = 2;
   s.gamma = 0.5;
@@ -180,7 +180,7 @@ TEST(Schedule, StepDecay) {
 }
 
 TEST(Schedule, CosineReachesMin) {
-  app::ScheduleConfig s;
+  optim::ScheduleOptions s;
   s.name = "cosine";
   s.min_lr = 0.001;
   LrSchedule l(s, 0.1, 10, 10);
@@ -192,7 +192,7 @@ TEST(Schedule, CosineReachesMin) {
 TEST(Schedule, OneCycleMatchesTorchFormula) {
   // torch OneCycleLR(max_lr=1, total_steps=100, pct_start=0.3, div_factor=25, final_div=1e4):
   // phase ends at step 29 (0.3*100-1), lr there = max; last step 99 -> initial/1e4.
-  app::ScheduleConfig s;
+  optim::ScheduleOptions s;
   s.name = "onecycle";
   LrSchedule l(s, 1.0, 10, 10);
   EXPECT_NEAR(l.at(0), 1.0 / 25, 1e-12);
@@ -203,7 +203,7 @@ TEST(Schedule, OneCycleMatchesTorchFormula) {
 }
 
 TEST(Schedule, UnknownNameIsConfigError) {
-  app::ScheduleConfig s;
+  optim::ScheduleOptions s;
   s.name = "exp";
   EXPECT_THROW(LrSchedule(s, 0.1, 1, 1), ConfigError);
 }

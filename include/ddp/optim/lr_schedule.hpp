@@ -3,19 +3,19 @@
 // exactly).
 #include <cstdint>
 
-#include "ddp/app/config.hpp"
+#include "ddp/optim/options.hpp"
 
 namespace ddp::optim {
 
 class LrSchedule {
  public:
-  LrSchedule(const app::ScheduleConfig& cfg, double base_lr, std::int64_t steps_per_epoch,
+  LrSchedule(const ScheduleOptions& cfg, double base_lr, std::int64_t steps_per_epoch,
              std::int64_t epochs);
   // Learning rate for the optimizer step with 0-based index `step`.
   double at(std::int64_t step) const;
 
  private:
-  app::ScheduleConfig cfg_;
+  ScheduleOptions cfg_;
   double base_;
   std::int64_t steps_per_epoch_, total_;
 };

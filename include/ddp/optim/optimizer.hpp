@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "ddp/app/config.hpp"
 #include "ddp/backend/backend.hpp"
 #include "ddp/backend/mirrored.hpp"
+#include "ddp/optim/options.hpp"
 #include "ddp/tensor.hpp"
 
 namespace ddp::optim {
@@ -23,7 +23,7 @@ class Optimizer {
   // count: length of the flat parameter buffer. norm_and_bias: where the batch-norm parameters and
   // the biases lie (nn::norm_and_bias_ranges), which get no weight decay when
   // cfg.no_decay_norm_bias is set. Throws ConfigError for an unknown optimizer.
-  static std::unique_ptr<Optimizer> create(const app::OptimConfig& cfg, backend::Backend& be,
+  static std::unique_ptr<Optimizer> create(const Options& cfg, backend::Backend& be,
                                            std::size_t count,
                                            const std::vector<ParamRange>& norm_and_bias = {});
   virtual ~Optimizer() = default;
@@ -50,7 +50,7 @@ class Optimizer {
     std::size_t begin = 0, end = 0;
     bool decay = true;
   };
-  static std::vector<Run> decay_runs(const app::OptimConfig& cfg, std::size_t count,
+  static std::vector<Run> decay_runs(const Options& cfg, std::size_t count,
                                      std::vector<ParamRange> norm_and_bias);
 
   std::int64_t steps_ = 0;

@@ -14,6 +14,11 @@ class BatchNorm final : public UnaryLayer, public UsesBatchStatsReducer {
   BatchNorm(const LayerSpec& spec, backend::Backend& be) : UnaryLayer(spec), be_(be) {}
 
   Shape infer(const Shape& in) override {
+    // Batch norm starts at weight 1 (or 0: zero_init_residual); a random weight is a mistake.
+    if (!spec().init.empty() && spec().init != "zeros")
+      throw ConfigError("model: " + describe(*this) + ": init = \"" + spec().init +
+                        "\" does not apply to batchnorm (its weight starts at 1; \"zeros\" "
+                        "starts it at 0, as torchvision's zero_init_residual)");
     if (in.rank() == 3) {
       g_.c = in[0];
       g_.h = in[1];
