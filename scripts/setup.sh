@@ -14,6 +14,8 @@ packages=(
   ocl-icd-opencl-dev opencl-c-headers  # Debian's oneDNN CMake package (OpenCL GPU runtime) needs them
   dataset-fashion-mnist
   slurm-wlm munge lmod tcl iproute2 util-linux
+  # test oracles: the PyTorch parity test, snapshot_to_torch.py, the torch benchmarks
+  python3-torch python3-torchvision python3-h5py libopenblas0
 )
 sudo=""
 [ "$(id -u)" = 0 ] || sudo="sudo"
