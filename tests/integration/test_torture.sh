@@ -11,9 +11,10 @@ rounds=${DDP_TORTURE_ROUNDS:-20}
 RANDOM=$seed
 echo "  seed $seed, $rounds interruptions (DDP_TORTURE_SEED=$seed reproduces them)"
 args=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.train_limit 8192
-      --data.test_limit 4096 --train.batch_size 64 --train.epochs 24 --train.save_every 2
+      --data.test_limit 4096 --train.batch_size 64 --train.epochs 60 --train.save_every 2
       --train.keep_last 2 --runtime.threads 1)
-epochs=24  # enough work that every round interrupts a running job, even on a fast machine
+epochs=60  # enough work that every round interrupts a running job, even on a fast quiet machine
+# (24 epochs were done after 12 rounds on a quiet 2-core guest)
 launch() {  # launch DIR [ARGS...]: 2 ranks in the background, output in DIR.log (DIR.all: every round's)
   local dir=$1; shift
   [ -f "$dir.log" ] && cat "$dir.log" >> "$dir.all"
