@@ -9,26 +9,6 @@
 namespace ddp::app {
 namespace {
 
-std::string type_label(ValueType t) {
-  switch (t) {
-    case ValueType::kInt:
-      return "INT";
-    case ValueType::kFloat:
-      return "FLOAT";
-    case ValueType::kBool:
-      return "BOOL";
-    case ValueType::kString:
-      return "TEXT";
-    case ValueType::kFloatList:
-      return "FLOATS";
-    case ValueType::kIntPair:
-      return "INT|H,W";
-    case ValueType::kStringList:
-      return "NAMES";
-  }
-  return "VALUE";
-}
-
 // "--name" for every long option of `app` and of all its subcommands.
 void long_options(const CLI::App& app, std::vector<std::string>& out) {
   for (const CLI::Option* opt : app.get_options())
@@ -77,7 +57,7 @@ std::string unexpected_arguments(const std::vector<std::string>& extras, const C
 void add_config_options(CLI::App& app, Overrides& out) {
   for (const auto& key : config_keys()) {
     std::string names = "--" + std::string(key.name);
-    std::string label = type_label(key.type());
+    std::string label = detail::type_label(key.type());
     if (key.name == "run.dir") {
       names += ",--run-dir";
       label = "DIR";

@@ -52,6 +52,27 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+// The placeholder --help shows for a value of type t ("INT", "FLOATS", ...).
+std::string type_label(ValueType t) {
+  switch (t) {
+    case ValueType::kInt:
+      return "INT";
+    case ValueType::kFloat:
+      return "FLOAT";
+    case ValueType::kBool:
+      return "BOOL";
+    case ValueType::kString:
+      return "TEXT";
+    case ValueType::kFloatList:
+      return "FLOATS";
+    case ValueType::kIntPair:
+      return "INT|H,W";
+    case ValueType::kStringList:
+      return "NAMES";
+  }
+  return "VALUE";
+}
+
 std::string_view type_noun(ValueType t) {
   switch (t) {
     case ValueType::kInt:

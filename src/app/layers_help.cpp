@@ -11,24 +11,11 @@
 namespace ddp::app {
 namespace {
 
+// The command line's placeholders, in TOML's spelling where a list differs.
 std::string type_word(ValueType t) {
-  switch (t) {
-    case ValueType::kInt:
-      return "INT";
-    case ValueType::kFloat:
-      return "FLOAT";
-    case ValueType::kBool:
-      return "BOOL";
-    case ValueType::kString:
-      return "TEXT";
-    case ValueType::kFloatList:
-      return "FLOATS";
-    case ValueType::kIntPair:
-      return "INT|[H,W]";
-    case ValueType::kStringList:
-      return "[NAMES]";
-  }
-  return "VALUE";
+  if (t == ValueType::kIntPair) return "INT|[H,W]";
+  if (t == ValueType::kStringList) return "[NAMES]";
+  return detail::type_label(t);
 }
 
 // Defaults as written in a config: float fields with the float's shortest text (0.1, not

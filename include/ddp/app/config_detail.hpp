@@ -18,6 +18,7 @@ namespace ddp::app::detail {
 
 // "an integer", "a float", "a boolean", "a string", "a list of floats".
 std::string_view type_noun(ValueType t);
+std::string type_label(ValueType t);  // INT, FLOAT, ... (command-line placeholders)
 
 // Shortest text that parses back to exactly `v` ("0.05", "1e-08").
 std::string format_float(double v);
