@@ -1,9 +1,12 @@
 // Softmax cross-entropy: value against a hand computation, gradient against finite differences.
+#include "ddp/nn/loss.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "ddp/backend/cpu_backend.hpp"
+#include "ddp/error.hpp"
 #include "gradcheck_util.hpp"
 
 namespace ddp::backend {
@@ -58,6 +61,37 @@ TEST(SoftmaxXent, StableForHugeLogits) {
   EXPECT_NEAR(r.loss_sum, 2000.0, 1e-6);
   EXPECT_NEAR(dz[0], 1.0f, 1e-6f);
   EXPECT_NEAR(dz[1], -1.0f, 1e-6f);
+}
+
+// The nn object: sums accumulate over calls until take() resets them, the gradient carries the
+// scale, and score() adds the same loss without one.
+TEST(SoftmaxCrossEntropyLoss, AccumulatesUntilTakenAndScalesTheGradient) {
+  auto be = make_cpu_backend();
+  nn::SoftmaxCrossEntropy loss(*be, 3, 0.1);
+  std::vector<float> z{1.0f, 2.0f, 0.5f, -1.0f, 0.0f, 3.0f}, dz(6), ref(6);
+  const std::vector<std::int32_t> y{1, 0};
+  const Tensor logits = Tensor::view(z.data(), Shape{2, 3});
+  const Tensor dlogits = Tensor::view(dz.data(), Shape{2, 3});
+  const auto direct = be->softmax_xent(2, 3, z.data(), y.data(), 0.1f, 0.25f, ref.data());
+  loss.forward_backward(logits, y.data(), 0.25, dlogits);
+  for (std::size_t i = 0; i < dz.size(); ++i) EXPECT_FLOAT_EQ(dz[i], ref[i]) << i;
+  loss.score(logits, y.data());
+  const auto sums = loss.take();
+  EXPECT_NEAR(sums.loss_sum, 2 * direct.loss_sum, 1e-12);
+  EXPECT_EQ(sums.correct, 2 * direct.correct);
+  const auto again = loss.take();
+  EXPECT_EQ(again.loss_sum, 0.0);
+  EXPECT_EQ(again.correct, 0);
+}
+
+TEST(SoftmaxCrossEntropyLoss, RefusesLogitsOfAnotherWidthAndBadSmoothing) {
+  auto be = make_cpu_backend();
+  nn::SoftmaxCrossEntropy loss(*be, 4, 0.0);
+  std::vector<float> z(6);
+  const std::vector<std::int32_t> y{0, 1};
+  EXPECT_THROW(loss.score(Tensor::view(z.data(), Shape{2, 3}), y.data()), Error);
+  EXPECT_THROW(nn::SoftmaxCrossEntropy(*be, 4, 1.0), ConfigError);
+  EXPECT_THROW(nn::SoftmaxCrossEntropy(*be, 4, -0.1), ConfigError);
 }
 
 }  // namespace
