@@ -127,10 +127,6 @@ class LayerReader {
 
 }  // namespace
 
-std::string layer_label(std::size_t index, const nn::LayerSpec& spec) {
-  return "model.layers[" + std::to_string(index) + "] (" + spec.type + " '" + spec.name + "')";
-}
-
 void assign_default_layer_names(std::vector<nn::LayerSpec>& layers) {
   std::map<std::string, std::size_t, std::less<>> counts;
   for (auto& spec : layers) {

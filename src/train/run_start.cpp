@@ -96,7 +96,7 @@ Decision decode(const std::string& s) {
 // Compares the snapshot's configuration with this invocation's: refuses what makes the snapshot
 // meaningless and, mid-epoch, what moves the sample position; keeps the run's global batch unless
 // it is overridden; lists the rest.
-void check_resume(const app::Config& cfg, const fs::path& file, const ckpt::SnapshotMeta& meta,
+void check_resume(const Setup& cfg, const fs::path& file, const ckpt::SnapshotMeta& meta,
                   std::int64_t world, Decision& d, std::vector<std::string>& changes,
                   std::ostream& out) {
   std::vector<ConfigChange> all;
@@ -240,7 +240,7 @@ std::shared_ptr<void> lock_run_dir(const fs::path& dir, std::ostream& out) {
 }
 
 // Rank 0's decision.
-Decision decide(const app::Config& cfg, std::int64_t world, std::vector<std::string>& changes,
+Decision decide(const Setup& cfg, std::int64_t world, std::vector<std::string>& changes,
                 std::optional<RunRecord>& record, std::ostream& out) {
   const fs::path dir = cfg.run.dir;
   Decision d;
@@ -364,7 +364,7 @@ std::vector<fs::path> run_files(const fs::path& dir) {
   return out;
 }
 
-RunStart plan_run_start(const app::Config& cfg, comm::Communicator& comm, std::ostream& out) {
+RunStart plan_run_start(const Setup& cfg, comm::Communicator& comm, std::ostream& out) {
   RunStart start;
   start.config = cfg;
   std::string message;

@@ -22,6 +22,7 @@
 #include "ddp/rng.hpp"
 #include "ddp/runtime/runtime.hpp"
 #include "ddp/runtime/signals.hpp"
+#include "ddp/train/memory_check.hpp"
 #include "ddp/version_info.hpp"
 
 namespace ddp::train {
@@ -32,7 +33,7 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-data::Normalization make_normalization(const app::DataConfig& d, const data::Dataset& train) {
+data::Normalization make_normalization(const data::Options& d, const data::Dataset& train) {
   const auto c = static_cast<std::size_t>(train.channels());
   if (d.normalize == "dataset") return data::compute_normalization(train);
   data::Normalization n;
@@ -66,8 +67,7 @@ std::int64_t proc_status_kib(const std::string& field) {
 
 }  // namespace
 
-Trainer::Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream& out,
-                 ComputePlace place)
+Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, ComputePlace place)
     : cfg_(cfg),
       comm_(comm),
       out_(out),
@@ -108,7 +108,7 @@ Trainer::Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream&
 
   const Shape input{train_.channels(), train_.height(), train_.width()};
   // Absurd sizes are refused here, naming the key, instead of ending in std::bad_alloc.
-  app::check_memory_fits(cfg_, input, rank_batch_, micro_batch_, *be_);
+  check_memory_fits(cfg_, input, rank_batch_, micro_batch_, *be_);
   model_ = std::make_unique<nn::Model>(cfg_.model.layers, input, train_.num_classes(), *be_);
   model_->init_parameters(cfg_.train.seed);
   // Every replica starts from rank 0's weights (identical already by seed; this makes it a fact).

@@ -12,6 +12,7 @@
 #include "ddp/error.hpp"
 #include "ddp/nn/memory_estimate.hpp"
 #include "ddp/nn/model.hpp"
+#include "ddp/train/memory_check.hpp"
 #include "layer_spec_util.hpp"
 
 namespace ddp::nn {
@@ -61,7 +62,7 @@ TEST(MemoryEstimate, ShapeErrorsAreThoseOfTheModel) {
 std::string check_error(const app::Config& cfg, std::int64_t rank_batch, std::int64_t micro) {
   auto be = backend::make_cpu_backend();
   try {
-    app::check_memory_fits(cfg, Shape{1, 28, 28}, rank_batch, micro, *be);
+    train::check_memory_fits(cfg, Shape{1, 28, 28}, rank_batch, micro, *be);
   } catch (const ConfigError& e) {
     return e.what();
   }

@@ -57,8 +57,7 @@ std::optional<std::pair<std::string, std::string>> preset_option_problem(const s
 void assign_default_layer_names(std::vector<nn::LayerSpec>& layers);
 // Every field of two layers equal, ignoring `line`.
 bool same_layers(const std::vector<nn::LayerSpec>& a, const std::vector<nn::LayerSpec>& b);
-// "model.layers[3] (linear 'fc1')".
-std::string layer_label(std::size_t index, const nn::LayerSpec& spec);
+using nn::layer_label;
 
 // Reads `[[model.layers]]` (node = the value of model.layers); `file` prefixes messages.
 std::vector<nn::LayerSpec> parse_layers(const toml::node& node, const std::string& file);

@@ -46,4 +46,7 @@ struct LayerSpec {
   std::string init;
 };
 
+// "model.layers[3] (linear 'fc1')": how errors name a layer of the configuration.
+std::string layer_label(std::size_t index, const LayerSpec& spec);
+
 }  // namespace ddp::nn

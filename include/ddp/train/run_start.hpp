@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "ddp/app/config.hpp"
 #include "ddp/comm/communicator.hpp"
+#include "ddp/train/options.hpp"
 #include "ddp/train/run_record.hpp"
 
 namespace ddp::train {
@@ -23,7 +23,7 @@ struct RunStart {
   // What to train with: the caller's configuration with train.resume set to the snapshot's path
   // ("" for a fresh start) and train.global_batch kept at the run's when a resume does not
   // override it explicitly.
-  app::Config config;
+  Setup config;
   std::string run_id;
   std::filesystem::path snapshot;    // Action::resume
   std::vector<std::string> changes;  // configuration changes since the snapshot (rank 0)
@@ -37,7 +37,7 @@ struct RunStart {
 // there (another run's files without --resume auto / --run.overwrite, a forbidden change, an
 // unreadable snapshot named with --resume) is thrown on rank 0 and reported on the others as
 // "rank 0 could not start the run". Prints its decisions to `out`.
-RunStart plan_run_start(const app::Config& cfg, comm::Communicator& comm, std::ostream& out);
+RunStart plan_run_start(const Setup& cfg, comm::Communicator& comm, std::ostream& out);
 
 // The files of a run in dir (run.json, config.toml, metrics.jsonl, snapshot_*.h5), sorted.
 std::vector<std::filesystem::path> run_files(const std::filesystem::path& dir);

@@ -5,7 +5,6 @@
 #include <iosfwd>
 #include <memory>
 
-#include "ddp/app/config.hpp"
 #include "ddp/backend/backend.hpp"
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/comm/communicator.hpp"
@@ -20,6 +19,7 @@
 #include "ddp/train/batch_feed.hpp"
 #include "ddp/train/loss_scaler.hpp"
 #include "ddp/train/metrics.hpp"
+#include "ddp/train/options.hpp"
 #include "ddp/train/run_start.hpp"
 
 namespace ddp::train {
@@ -48,8 +48,7 @@ class Trainer {
   // Loads data, builds the model (same initial weights on every rank), optimizer and schedule.
   // `out` receives the human log (pass a null stream on ranks other than 0). `comm` is the control
   // plane (MPI): broadcasts, metrics, the stop agreement, evaluation counts.
-  Trainer(const app::Config& cfg, comm::Communicator& comm, std::ostream& out,
-          ComputePlace place = {});
+  Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, ComputePlace place = {});
   ~Trainer();
 
   // Trains the run `start` describes (plan_run_start; the trainer must have been built with
@@ -90,7 +89,7 @@ class Trainer {
   // Every rank's batch-norm running statistics become the mean over the ranks.
   void average_buffers();
 
-  app::Config cfg_;
+  Setup cfg_;
   comm::Communicator& comm_;
   std::ostream& out_;
   std::unique_ptr<backend::Backend> be_;

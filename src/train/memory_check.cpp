@@ -1,4 +1,6 @@
 // check_memory_fits: absurd sizes are refused, naming the key, before std::bad_alloc can happen.
+#include "ddp/train/memory_check.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -6,12 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "ddp/app/config.hpp"
-#include "ddp/app/config_detail.hpp"
 #include "ddp/error.hpp"
 #include "ddp/nn/memory_estimate.hpp"
 
-namespace ddp::app {
+namespace ddp::train {
 namespace {
 
 std::string bytes_text(double b) {
@@ -33,7 +33,7 @@ double physical_memory() {
 
 // Copies of the parameters training keeps: the weights, their gradients, the accumulation buffer
 // (train.accumulate > 1) and the optimizer's state (SGD momentum: 1, Adam/AdamW: 2).
-int parameter_copies(const Config& cfg) {
+int parameter_copies(const Setup& cfg) {
   int n = 2;
   if (cfg.train.accumulate > 1) ++n;
   if (cfg.optim.name == "adam" || cfg.optim.name == "adamw")
@@ -58,7 +58,7 @@ std::string share(double part, double whole) {
 
 }  // namespace
 
-void check_memory_fits(const Config& cfg, const Shape& input, std::int64_t rank_batch,
+void check_memory_fits(const Setup& cfg, const Shape& input, std::int64_t rank_batch,
                        std::int64_t micro_batch, backend::Backend& be) {
   const auto est = nn::estimate_memory(cfg.model.layers, input, be);
   const double f = sizeof(float);
@@ -84,14 +84,12 @@ void check_memory_fits(const Config& cfg, const Shape& input, std::int64_t rank_
     for (std::size_t i = 1; i < est.layers.size(); ++i)
       if (est.layers[i].params > est.layers[big].params) big = i;
     const auto& spec = cfg.model.layers[big];
-    why.push_back("parameters " + bytes_text(params) + " (" + std::to_string(copies) +
-                  " copies: weights, gradients" + (copies > 2 ? ", optimizer state" : "") + "), " +
-                  share(est.layers[big].params, est.params()) + " of them in " +
-                  detail::layer_label(big, spec) +
-                  (spec.line > 0
-                       ? " (" + cfg.source.string() + ":" + std::to_string(spec.line) + ")"
-                       : std::string()) +
-                  " with " + size_key(spec));
+    why.push_back(
+        "parameters " + bytes_text(params) + " (" + std::to_string(copies) +
+        " copies: weights, gradients" + (copies > 2 ? ", optimizer state" : "") + "), " +
+        share(est.layers[big].params, est.params()) + " of them in " + nn::layer_label(big, spec) +
+        (spec.line > 0 ? " (" + spec.file + ":" + std::to_string(spec.line) + ")" : std::string()) +
+        " with " + size_key(spec));
   }
   if (acts + batch > params || acts + batch > ram) {
     std::size_t big = 0;
@@ -104,7 +102,7 @@ void check_memory_fits(const Config& cfg, const Shape& input, std::int64_t rank_
             : "train.batch_size = " + std::to_string(cfg.train.batch_size);
     why.push_back("activations and images " + bytes_text(acts + batch) + " for " + batch_key +
                   " (" + bytes_text(f * est.activations_per_sample()) +
-                  " per sample, the most for " + detail::layer_label(big, cfg.model.layers[big]) +
+                  " per sample, the most for " + nn::layer_label(big, cfg.model.layers[big]) +
                   (cfg.train.accumulate > 1
                        ? "; micro-batches of " + std::to_string(micro_batch) +
                              " with train.accumulate = " + std::to_string(cfg.train.accumulate)
@@ -118,4 +116,4 @@ void check_memory_fits(const Config& cfg, const Shape& input, std::int64_t rank_
                     text);
 }
 
-}  // namespace ddp::app
+}  // namespace ddp::train

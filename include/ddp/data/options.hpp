@@ -1,0 +1,28 @@
+#pragma once
+// What the data room reads (the [data] section of the configuration), defined here and aggregated
+// by app::Config.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ddp::data {
+
+struct Options {
+  std::string dataset = "cifar10";  // cifar10 | cifar100 | mnist | fashion_mnist
+  std::string root;                 // directory holding the dataset files
+  // Normalisation on the [0,1] pixel scale: "config" uses mean/std below, "dataset" computes
+  // per-channel mean/std from the training set, "none" leaves pixels in [0,1].
+  std::string normalize = "config";
+  std::vector<double> mean = {0.5};  // one value (all channels) or one per channel
+  std::vector<double> std = {0.5};
+  bool augment = false;  // random crop (zero padding crop_padding) + horizontal flip
+  std::int64_t crop_padding = 4;
+  std::int64_t train_limit = 0;  // use only the first N training samples (0 = all)
+  std::int64_t test_limit = 0;   // use only the first N test samples (0 = all)
+  bool prefetch = true;          // prepare the next batch on a background thread
+  // each-reads: every rank reads the files (shared filesystem); broadcast: rank 0 reads them and
+  // sends them over MPI, held once per node in MPI shared memory.
+  std::string distribute = "each-reads";
+};
+
+}  // namespace ddp::data

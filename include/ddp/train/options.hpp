@@ -1,0 +1,51 @@
+#pragma once
+// What the training loop reads (the [run] and [train] sections of the configuration), and
+// train::Setup, every room's options together: what a Trainer is built from. app::Config is a
+// Setup plus what only the application needs, so no room below app includes an app header.
+#include <cstdint>
+#include <string>
+
+#include "ddp/data/options.hpp"
+#include "ddp/nn/model_options.hpp"
+#include "ddp/optim/options.hpp"
+#include "ddp/runtime/options.hpp"
+#include "ddp/sync/options.hpp"
+
+namespace ddp::train {
+
+struct RunOptions {
+  std::string dir = "runs/default";  // run.dir: outputs (metrics.jsonl, snapshots)
+  bool overwrite = false;            // archive another run's files found in dir and start anew
+};
+
+struct Options {
+  std::int64_t epochs = 10;
+  std::int64_t batch_size = 256;  // per rank
+  std::uint64_t seed = 42;
+  std::int64_t save_every = 0;  // epochs between snapshots (0 = only at the end)
+  bool drop_last = false;       // drop the last, short batch of an epoch
+  bool shuffle = true;
+  double label_smoothing = 0.0;
+  // Dynamic loss scaling: 0 = automatic (on for runtime.precision = fp16, starting at 2^16, off
+  // otherwise); > 0: on, starting at this scale. Overflowing steps are skipped and halve the scale.
+  double loss_scale = 0.0;
+  std::int64_t eval_every = 1;    // epochs between test evaluations (the last epoch always)
+  std::int64_t global_batch = 0;  // samples per step over all ranks (0 = batch_size x ranks)
+  std::int64_t accumulate = 1;    // micro-batches per optimizer step (gradients synchronised once)
+  std::string resume;             // "" (start fresh) | "auto" (newest snapshot in run.dir) | a path
+  std::int64_t keep_last = 3;     // snapshots kept in run.dir (0 = all)
+};
+
+struct Setup {
+  RunOptions run;
+  data::Options data;
+  nn::ModelOptions model;
+  Options train;
+  optim::Options optim;
+  optim::ScheduleOptions schedule;
+  sync::Options comm;
+  runtime::Options runtime;
+  std::string resolved_toml;  // the full configuration after overrides, as TOML text
+};
+
+}  // namespace ddp::train
