@@ -22,6 +22,7 @@
 #include "ddp/comm/nccl_comm.hpp"
 #include "ddp/data/readers.hpp"
 #include "ddp/error.hpp"
+#include "ddp/runtime/cpu_binding.hpp"
 #include "ddp/runtime/gather.hpp"
 #include "ddp/runtime/launch_check.hpp"
 #include "ddp/runtime/network.hpp"
@@ -211,6 +212,22 @@ Check judge_launch(const std::vector<RankReport>& all, const runtime::Runtime& r
   return c;
 }
 
+// The same judgement and words as the warning at the start of training (runtime/cpu_binding.hpp).
+Check judge_binding(const std::vector<RankReport>& all) {
+  Check c{"binding", Verdict::pass, {}};
+  std::vector<runtime::RankInfo> table;
+  for (const auto& r : all) table.push_back(r.info);
+  const auto warnings = runtime::check_binding(table);
+  if (warnings.empty()) {
+    c.lines.push_back("every rank may use its share of its host's CPUs");
+    return c;
+  }
+  c.verdict = Verdict::warn;
+  c.lines.push_back("ranks bound to fewer CPUs than their host gives each rank");
+  for (const auto& w : warnings) c.lines.push_back("warning: " + w);
+  return c;
+}
+
 Check judge_devices(const std::vector<RankReport>& all) {
   Check c{"devices", Verdict::pass, {}};
   const auto errors = group(all, [](const RankReport& r) { return r.device_error; });
@@ -353,7 +370,7 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
   out << "ddp_train " << DDP_VERSION_STRING << " doctor: " << rt.size() << " rank(s)\n";
 
   RankReport me;
-  me.info = runtime::describe_self(rt, threads, "cpu");
+  me.info = runtime::describe_self(rt, threads, "cpu", cfg.runtime.threads);
   for (const auto& p : runtime::check_launch(rt.rank(), rt.size(), rt.launch_env()))
     (p.severity == runtime::LaunchProblem::Severity::error ? me.launch_errors : me.launch_warnings)
         .push_back(p.message);
@@ -379,12 +396,17 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
   std::vector<runtime::RankInfo> table;
   for (const auto& r : all) table.push_back(r.info);
   out << "\n" << runtime::format_rank_table(table) << "\nchecks\n";
-  std::vector<Check> checks = {judge_launch(all, rt), judge_devices(all), judge_network(all),
-                               judge_dataset(all, cfg, options), judge_collectives(all)};
+  const Check devices = judge_devices(all);
+  std::vector<Check> checks = {judge_launch(all, rt),
+                               judge_binding(all),
+                               devices,
+                               judge_network(all),
+                               judge_dataset(all, cfg, options),
+                               judge_collectives(all)};
   // A GPU job exchanges its gradients over NCCL: check that data plane too when every rank has a
   // GPU of its own (the devices check passed, which every rank knows from the same reports).
   std::unique_ptr<comm::NcclComm> nccl;
-  if (checks[1].verdict == Verdict::pass) {
+  if (devices.verdict == Verdict::pass) {
     std::string err;
     try {
       comm::NcclCommOptions nopts;
@@ -408,13 +430,14 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
     checks.push_back(c);
     if (!errors.empty()) nccl.reset();
   }
-  int failed = 0;
+  int failed = 0, warned = 0;
   for (const auto& c : checks) {
     char head[32];
     std::snprintf(head, sizeof head, "%s %-12s", tag(c.verdict), c.name.c_str());
     out << head << c.lines.front() << "\n";
     for (std::size_t i = 1; i < c.lines.size(); ++i) out << "         " << c.lines[i] << "\n";
     if (c.verdict == Verdict::fail) ++failed;
+    if (c.verdict == Verdict::warn) ++warned;
   }
 
   if (options.sweep && failed == 0) {
@@ -438,9 +461,11 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
   } else if (options.sweep) {
     out << "\nall-reduce bandwidth: not measured (a check failed)\n";
   }
+  // A warning does not fail the launch (exit 0), but "all checks passed" would hide it.
   out << "\ndoctor: "
-      << (failed == 0 ? std::string("all checks passed")
-                      : std::to_string(failed) + " check(s) failed")
+      << (failed > 0   ? std::to_string(failed) + " check(s) failed"
+          : warned > 0 ? "passed with " + std::to_string(warned) + " warning(s) (see [WARN] above)"
+                       : std::string("all checks passed"))
       << "\n";
   out.flush();
   return failed == 0 ? 0 : 1;

@@ -24,6 +24,7 @@
 #include "ddp/comm/comm_options.hpp"
 #include "ddp/comm/mpi_comm.hpp"
 #include "ddp/error.hpp"
+#include "ddp/runtime/cpu_binding.hpp"
 #include "ddp/runtime/launch_check.hpp"
 #include "ddp/runtime/rank_info.hpp"
 #include "ddp/runtime/runtime.hpp"
@@ -56,18 +57,21 @@ int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, ddp::co
   // Collective: the whole job settles on one kind of device (runtime.device = cuda without a
   // usable GPU on some rank is an error naming the ranks).
   auto compute = ddp::app::setup_compute(cfg, rt, comm);
-  out << "ddp_train " << DDP_VERSION_STRING << ": " << rt.size() << " rank(s), " << threads
-      << " thread(s) per rank, device " << (compute.device == "cpu" ? "cpu" : "cuda") << " ("
-      << compute.backend->name() << "), config "
-      << (cfg.source.empty() ? std::string("(defaults)") : cfg.source.string()) << "\n";
+  // Collective: every rank contributes its row, rank 0 prints the table (and the start-up line
+  // takes the ranks' thread counts from it).
+  const auto table = ddp::runtime::gather_rank_table(
+      ddp::runtime::describe_self(rt, threads, compute.device, cfg.runtime.threads), comm);
+  out << "ddp_train " << DDP_VERSION_STRING << ": " << rt.size() << " rank(s), "
+      << ddp::runtime::describe_threads(table) << ", device "
+      << (compute.device == "cpu" ? "cpu" : "cuda") << " (" << compute.backend->name()
+      << "), config " << (cfg.source.empty() ? std::string("(defaults)") : cfg.source.string())
+      << "\n";
   if (!compute.note.empty()) out << "device: " << compute.note << "\n";
   if (!cfg.model.preset.empty())
     out << "preset: "
         << ddp::app::preset_description(cfg.model.preset, ddp::app::preset_options(cfg)) << "\n";
-  // Collective: every rank contributes its row, rank 0 prints the table.
-  const auto table = ddp::runtime::gather_rank_table(
-      ddp::runtime::describe_self(rt, threads, compute.device), comm);
   out << ddp::runtime::format_rank_table(table);
+  for (const auto& w : ddp::runtime::check_binding(table)) out << "warning: " << w << "\n";
   // Collective: a new run, the run.dir's run continued (possibly with another global batch kept),
   // or nothing to do.
   const auto start = ddp::train::plan_run_start(cfg, comm, out);

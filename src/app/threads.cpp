@@ -1,13 +1,13 @@
 #include "ddp/app/threads.hpp"
 
 #include <sched.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <string>
 
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/error.hpp"
+#include "ddp/runtime/cpu_binding.hpp"
 
 namespace ddp::app {
 namespace {
@@ -37,12 +37,15 @@ int configure_threads(long long requested, int local_size) {
   }
   int n = static_cast<int>(requested);
   if (n <= 0) {
-    // A rank bound to a subset of the CPUs (srun --cpus-per-task, mpirun --bind-to) owns that
-    // subset; an unbound rank sees every CPU and shares them with the other ranks of its node
-    // (counted by host name at start, runtime::Runtime::local_size, with no collective here).
-    const long online = sysconf(_SC_NPROCESSORS_ONLN);
-    const bool bound = online > 0 && cpus < online;
-    n = bound ? cpus : std::max(1, cpus / std::max(1, local_size));
+    // A rank bound to a subset of the job's CPUs on this host (srun --cpus-per-task, mpirun
+    // --bind-to) owns that subset; an unbound rank sees them all and shares them with the other
+    // ranks of its host (counted by host name at start, runtime::Runtime::local_size, with no
+    // collective here). The job's CPUs are the online ones narrowed by a cgroup cpuset or Slurm's
+    // allocation (runtime/cpu_binding.hpp): in a container every process sees only its cpuset,
+    // which binds no rank.
+    const int node = runtime::node_cpus().cpus;
+    const bool bound = cpus < node;
+    n = bound ? cpus : std::max(1, std::min(cpus, node) / std::max(1, local_size));
   }
   backend::set_compute_threads(n);
   return n;

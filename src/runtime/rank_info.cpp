@@ -10,12 +10,11 @@
 #include <unordered_map>
 
 #include "ddp/error.hpp"
+#include "ddp/runtime/cpu_binding.hpp"
 #include "ddp/runtime/gather.hpp"
 #include "ddp/runtime/runtime.hpp"
 
 namespace ddp::runtime {
-namespace {}  // namespace
-
 unsigned long long host_hash(const std::string& host) {
   unsigned long long h = 14695981039346656037ull;
   for (unsigned char c : host) {
@@ -74,7 +73,8 @@ std::vector<int> affinity_cpus() {
   return cpus;
 }
 
-RankInfo describe_self(const Runtime& rt, int threads, const std::string& device) {
+RankInfo describe_self(const Runtime& rt, int threads, const std::string& device,
+                       long long threads_requested) {
   RankInfo r;
   r.rank = rt.rank();
   r.size = rt.size();
@@ -84,23 +84,33 @@ RankInfo describe_self(const Runtime& rt, int threads, const std::string& device
   r.pid = static_cast<int>(getpid());
   r.threads = threads;
   r.device = device;
-  r.affinity = format_cpu_list(affinity_cpus());
+  const auto cpus = affinity_cpus();
+  r.affinity = format_cpu_list(cpus);
+  r.cpus = static_cast<int>(cpus.size());
+  r.threads_requested = static_cast<int>(std::clamp<long long>(threads_requested, 0, 1 << 30));
+  const NodeCpus node = node_cpus();
+  r.node_cpus = node.cpus;
+  r.node_cores = node.cores;
+  r.node_cpus_source = node.source;
   return r;
 }
 
 void write_rank_info(RecordWriter& w, const RankInfo& r) {
-  for (int v : {r.rank, r.size, r.local_rank, r.local_size, r.pid, r.threads})
+  for (int v : {r.rank, r.size, r.local_rank, r.local_size, r.pid, r.threads, r.cpus,
+                r.threads_requested, r.node_cpus, r.node_cores})
     w.put(std::int64_t{v});
-  w.put(r.host).put(r.device).put(r.affinity);
+  w.put(r.host).put(r.device).put(r.affinity).put(r.node_cpus_source);
 }
 
 RankInfo read_rank_info(RecordReader& in) {
   RankInfo r;
-  for (int* v : {&r.rank, &r.size, &r.local_rank, &r.local_size, &r.pid, &r.threads})
+  for (int* v : {&r.rank, &r.size, &r.local_rank, &r.local_size, &r.pid, &r.threads, &r.cpus,
+                 &r.threads_requested, &r.node_cpus, &r.node_cores})
     *v = static_cast<int>(in.get_int());
   r.host = in.get_str();
   r.device = in.get_str();
   r.affinity = in.get_str();
+  r.node_cpus_source = in.get_str();
   return r;
 }
 
@@ -158,6 +168,23 @@ std::string format_rank_table(const std::vector<RankInfo>& table) {
     out << '\n';
   }
   return out.str();
+}
+
+std::string describe_threads(const std::vector<RankInfo>& table) {
+  if (table.empty()) return "? thread(s) per rank";
+  const auto [lo, hi] = std::minmax_element(
+      table.begin(), table.end(),
+      [](const RankInfo& a, const RankInfo& b) { return a.threads < b.threads; });
+  if (lo->threads == hi->threads) return std::to_string(lo->threads) + " thread(s) per rank";
+  if (table.size() > 8)
+    return std::to_string(lo->threads) + "-" + std::to_string(hi->threads) +
+           " thread(s) per rank, see the rank table";
+  std::string out = "threads per rank ";
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (i) out += '/';
+    out += std::to_string(table[i].threads);
+  }
+  return out;
 }
 
 }  // namespace ddp::runtime

@@ -1,11 +1,12 @@
 #pragma once
 // `ddp_train doctor`: checks a launch before a user trusts it with a training run, under srun,
 // mpirun or alone. It prints the rank table, then one verdict per check — launch (MPI's view vs.
-// the launcher's), devices (GPU per rank, no GPU shared or oversubscribed), network (interfaces
-// per host, which ones MPI and NCCL would use), dataset (readable on every rank that needs it,
-// and the same copy everywhere), collectives (exact results), and, when every rank has a GPU of its
-// own, nccl (the same collectives through NcclComm) — and all-reduce bandwidth sweeps (MPI; NCCL on
-// device buffers with GPUs).
+// the launcher's), binding (no rank bound to fewer CPUs than its host gives each rank), devices
+// (GPU per rank, no GPU shared or oversubscribed), network (interfaces per host, which ones MPI and
+// NCCL would use), dataset (readable on every rank that needs it, and the same copy everywhere),
+// collectives (exact results), and, when every rank has a GPU of its own, nccl (the same
+// collectives through NcclComm) — and all-reduce bandwidth sweeps (MPI; NCCL on device buffers with
+// GPUs).
 #include <cstddef>
 #include <ostream>
 
@@ -21,8 +22,9 @@ struct DoctorOptions {
   int sweep_iterations = 20;
 };
 
-// Collective over MPI_COMM_WORLD. Rank 0 prints to `out`. Returns the exit code, the same on every
-// rank: 0 when every check passed (warnings allowed), 1 when any failed.
+// Collective over MPI_COMM_WORLD. Rank 0 prints to `out`, ending with "all checks passed", "passed
+// with N warning(s)" or "N check(s) failed". Returns the exit code, the same on every rank: 0 when
+// no check failed (warnings allowed), 1 when any failed.
 int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOptions& options,
                std::ostream& out);
 

@@ -15,9 +15,14 @@ struct RankInfo {
   int local_rank = 0, local_size = 1;  // among the ranks on the same host
   std::string host;
   int pid = 0;
-  int threads = 0;       // compute threads this rank uses
-  std::string device;    // "cpu", "cuda:0", ...
-  std::string affinity;  // CPUs this process may run on, e.g. "0-1" or "0,2,4-7"
+  int threads = 0;            // compute threads this rank uses
+  std::string device;         // "cpu", "cuda:0", ...
+  std::string affinity;       // CPUs this process may run on, e.g. "0-1" or "0,2,4-7"
+  int cpus = 0;               // how many CPUs that is
+  int threads_requested = 0;  // runtime.threads as given; 0: chosen from the CPUs
+  // The host's CPUs this job may use (cpu_binding.hpp): what a rank bound to fewer is missing.
+  int node_cpus = 0, node_cores = 0;
+  std::string node_cpus_source;  // where node_cpus comes from ("online CPUs", ...)
 };
 
 struct LocalPlacement {
@@ -39,9 +44,10 @@ std::string format_cpu_list(const std::vector<int>& cpus);
 // The CPUs this process may run on (sched_getaffinity), as a list.
 std::vector<int> affinity_cpus();
 
-// This process's row of the table (local placement from the runtime; threads and device from the
-// caller, which chose them).
-RankInfo describe_self(const Runtime& rt, int threads, const std::string& device);
+// This process's row of the table (local placement from the runtime, CPUs from the system; threads
+// and device from the caller, which chose them; threads_requested: runtime.threads, 0 = automatic).
+RankInfo describe_self(const Runtime& rt, int threads, const std::string& device,
+                       long long threads_requested = 0);
 
 class RecordWriter;
 class RecordReader;
@@ -65,5 +71,10 @@ std::vector<RankInfo> gather_rank_table(const RankInfo& mine, Comm& comm) {
 //   rank  local  host    device  threads  cpus  pid
 //      0   0/2   node01  cpu           1  0     4711
 std::string format_rank_table(const std::vector<RankInfo>& table);
+
+// The compute threads of the ranks for the start-up line: "2 thread(s) per rank" when every rank
+// uses as many, else each rank's figure ("threads per rank 2/1/1"), or their range when the ranks
+// are too many to list ("1-2 thread(s) per rank, see the rank table").
+std::string describe_threads(const std::vector<RankInfo>& table);
 
 }  // namespace ddp::runtime
