@@ -24,7 +24,7 @@ echo "command: $0 $*  (MODELS='$models' REPEAT=$repeat LIMIT=$limit STEPS=$steps
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 
 field() {  # field RUN_DIR NAME: NAME of epoch 2
-  grep '"epoch": 2' "$1/metrics.jsonl" | grep -o "\"$2\": [0-9.e+-]*" | awk '{ print $2 }'
+  grep '"epoch": 2' "$1/metrics.jsonl" | grep -o "\"$2\": [0-9.e+-]*" | head -1 | awk '{ print $2 }'
 }
 ddp() {  # ddp NP THREADS MODEL -> images/s of epoch 2
   local dir; dir=$(mktemp -d)

@@ -20,7 +20,7 @@ mpi=(mpirun --bind-to core --map-by core --mca btl self,vader)
 echo "command: $0 $*  (LIMIT=$limit, REPEAT=$repeat, data $data)"
 
 field() {  # field RUN_DIR NAME: NAME of epoch 2
-  grep '"epoch": 2' "$1/metrics.jsonl" | grep -o "\"$2\": [0-9.e+-]*" | awk '{ print $2 }'
+  grep '"epoch": 2' "$1/metrics.jsonl" | grep -o "\"$2\": [0-9.e+-]*" | head -1 | awk '{ print $2 }'
 }
 run() {  # run NP MODEL OVERLAP -> prints the run dir
   local dir; dir=$(mktemp -d)

@@ -79,7 +79,7 @@ int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, ddp::co
   const bool gpu = compute.device != "cpu";
   auto trainer = std::make_unique<ddp::train::Trainer>(
       start.config, comm, out,
-      ddp::train::ComputePlace{std::move(compute.backend), compute.grad_comm.get()});
+      ddp::train::ComputePlace{std::move(compute.backend), compute.grad_comm.get(), table});
   try {
     const auto result = trainer->run(start);
     return result.stopped ? ddp::runtime::kExitStopped : 0;
@@ -107,7 +107,7 @@ int run_eval(ddp::app::Config cfg, const std::string& snapshot, ddp::runtime::Ru
   if (meta_opt.optimizer.count("momentum") && cfg.optim.momentum == 0.0) cfg.optim.momentum = 0.9;
   if (!meta_opt.optimizer.count("momentum")) cfg.optim.momentum = 0.0;
   ddp::train::Trainer trainer(cfg, comm, out,
-                              {std::move(compute.backend), compute.grad_comm.get()});
+                              {std::move(compute.backend), compute.grad_comm.get(), {}});
   trainer.resume();
   const auto e = trainer.evaluate();
   char buf[160];

@@ -46,6 +46,33 @@ std::string num(double v) {
   return buf;
 }
 
+// A JSON string literal (host names are plain, but a stray quote must not break the line).
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string ranks_json(const std::vector<RankSpeed>& ranks) {
+  std::ostringstream out;
+  out << "[";
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const RankSpeed& r = ranks[i];
+    out << (i ? ", " : "") << "{\"rank\": " << r.rank << ", \"host\": " << quoted(r.host)
+        << ", \"threads\": " << r.threads << ", \"cpus\": " << quoted(r.cpus)
+        << ", \"share\": " << r.share << ", \"samples\": " << r.samples
+        << ", \"compute_s\": " << num(r.compute_s) << ", \"wait_s\": " << num(r.wait_s)
+        << ", \"images_per_s\": " << num(r.images_per_s())
+        << ", \"compute_ms_per_sample\": " << num(1e3 * r.compute_per_sample_s()) << "}";
+  }
+  out << "]";
+  return out.str();
+}
+
 }  // namespace
 
 MetricsLog::MetricsLog(const std::filesystem::path& dir, const std::string& history)
@@ -65,7 +92,9 @@ std::string to_json(const EpochMetrics& m) {
         << ", \"test_samples\": " << m.test_samples;
   out << ", \"lr\": " << num(m.lr) << ", \"images_per_s\": " << num(m.images_per_s)
       << ", \"epoch_s\": " << num(m.epoch_s) << ", \"eval_s\": " << num(m.eval_s)
-      << ", \"comm_wait_s\": " << num(m.comm_wait_s) << "}";
+      << ", \"comm_wait_s\": " << num(m.comm_wait_s);
+  if (!m.ranks.empty()) out << ", \"ranks\": " << ranks_json(m.ranks);
+  out << "}";
   return out.str();
 }
 

@@ -23,6 +23,7 @@
 #include "ddp/runtime/runtime.hpp"
 #include "ddp/runtime/signals.hpp"
 #include "ddp/train/memory_check.hpp"
+#include "ddp/train/rank_balance.hpp"
 #include "ddp/version_info.hpp"
 
 namespace ddp::train {
@@ -72,7 +73,8 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
       comm_(comm),
       out_(out),
       be_(place.backend ? std::move(place.backend) : backend::make_cpu_backend()),
-      grad_comm_(place.grad_comm ? place.grad_comm : &comm) {
+      grad_comm_(place.grad_comm ? place.grad_comm : &comm),
+      rank_table_(std::move(place.ranks)) {
   // Device gradients cannot travel over the MPI communicator (host buffers only).
   if (be_->device() != Device::cpu && comm.size() > 1 && !place.grad_comm)
     throw Error("internal: a GPU trainer over several ranks needs a device communicator (NCCL)");
@@ -202,7 +204,10 @@ void Trainer::train_step(const float* images, const std::int32_t* labels, std::i
         model_->step_without_samples([this](std::size_t layer) { sync_->on_layer_done(layer); });
       else if (bn_reducer_)
         model_->step_without_samples();
-      if (last && overlap) sync_->finish();
+      if (last && overlap) {
+        settle_compute();
+        sync_->finish();
+      }
     } else {
       ctx.sample_ids = sample_ids_.data() + b;
       const Tensor x = Tensor::view(const_cast<float*>(images + b * per_sample),
@@ -224,6 +229,7 @@ void Trainer::train_step(const float* images, const std::int32_t* labels, std::i
       }
       if (last && overlap) {
         model_->backward(dl, [this](std::size_t layer) { sync_->on_layer_done(layer); });
+        settle_compute();
         sync_->finish();
       } else {
         model_->backward(dl);
@@ -234,11 +240,21 @@ void Trainer::train_step(const float* images, const std::int32_t* labels, std::i
   if (!overlap) {
     if (k > 1) be_->add(accum_.numel(), accum_.data(), grads.data());
     if (comm_.size() > 1) {
+      settle_compute();
       const auto t0 = Clock::now();
       grad_comm_->allreduce_sum(grads);
       blocking_wait_s_ += seconds_since(t0);
     }
   }
+}
+
+void Trainer::settle_compute() {
+  // One rank has no all-reduce to wait for: no wait is added there (see rank_speed.hpp).
+  if (be_->device() != Device::cpu && comm_.size() > 1) be_->synchronize();
+}
+
+double Trainer::grad_wait_s() const {
+  return (sync_ ? sync_->stats().exposed_s : 0.0) + blocking_wait_s_;
 }
 
 void Trainer::average_buffers() {
@@ -329,7 +345,12 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   };
   while (auto b = feed_->next()) {
     lr = sched_->at(global_step_);
+    // Rank speed: the step's forward + backward is its time less its wait for the gradients.
+    const double wait_before = grad_wait_s();
+    const auto step_t0 = Clock::now();
     train_step(b->images, b->labels, b->size, b->global_size, b->global_offset);
+    const double step_wait = grad_wait_s() - wait_before;
+    step_meter_.add_step(seconds_since(step_t0) - step_wait, step_wait, b->size);
     // With loss scaling: the all-reduced gradients are unscaled and checked; an overflow on any
     // rank is in every rank's sum, so all ranks skip the same steps.
     const bool apply =
@@ -417,6 +438,13 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   m.epoch_s = progress_.train_s;
   m.comm_wait_s = progress_.comm_wait_s;
   m.images_per_s = progress_.train_s > 0 ? samples / progress_.train_s : 0.0;
+  // Every rank's speed (one allgather); this rank's share of a full global batch is the sampler's
+  // equal slice [r*B/W, (r+1)*B/W).
+  RankSpeed mine = step_meter_.take_epoch(train_s);
+  const std::int64_t r = comm_.rank(), w = comm_.size();
+  mine.rank = comm_.rank();
+  mine.share = (r + 1) * global_batch_ / w - r * global_batch_ / w;
+  m.ranks = gather_rank_speeds(mine, rank_table_, comm_);
   return m;
 }
 
@@ -735,6 +763,9 @@ TrainResult Trainer::train_run(RunRecord* record) {
                     "optim.lr (or add warm-up) and resume from the newest snapshot in run.dir");
     }
     out_ << format_epoch_line(m) << "\n";
+    if (const auto slow = straggler_report(m.ranks, kDefaultRebalanceThreshold, false);
+        !slow.empty())
+      out_ << slow << "\n";
     if (scaler_.enabled()) {
       char buf[96];
       std::snprintf(buf, sizeof buf, "loss scale %g, %lld overflowing step(s) skipped so far\n",

@@ -32,9 +32,10 @@ summary_field() {
   grep '"summary": true' "$1" | grep -o "\"$2\": [^,}]*" | head -1 | sed 's/^[^:]*: *//; s/"//g'
 }
 
-# metrics.jsonl without the wall-clock fields (for comparing runs).
+# metrics.jsonl without the wall-clock fields (for comparing runs); the per-rank array is all
+# timing but for samples and shares.
 metrics_without_timing() {
-  sed -E 's/, "(images_per_s|epoch_s|eval_s|total_s|comm_wait_s)": [^,}]*//g' "$1"
+  sed -E 's/, "ranks": \[[^]]*\]//; s/, "(images_per_s|epoch_s|eval_s|total_s|comm_wait_s)": [^,}]*//g' "$1"
 }
 
 # awk-based float comparison: ge A B -> success when A >= B.

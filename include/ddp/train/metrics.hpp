@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
+
+#include "ddp/train/rank_speed.hpp"
 
 namespace ddp::train {
 
@@ -24,6 +27,9 @@ struct EpochMetrics {
   double epoch_s = 0.0;  // training time of the epoch (over all segments that trained it)
   double eval_s = 0.0;
   double comm_wait_s = 0.0;  // time this rank (0) waited for gradient all-reduces after backward
+  // Every rank's figures over the steps this job segment trained of the epoch (rank_speed.hpp); a
+  // resumed epoch's row covers only the part trained after the resume. Empty: none measured.
+  std::vector<RankSpeed> ranks;
 };
 
 // "epoch 3/10 | steps 235 | loss 0.412 | test acc 86.1% | 9,840 img/s | 6.1 s"
@@ -31,7 +37,10 @@ std::string format_epoch_line(const EpochMetrics& m);
 // "9,840"
 std::string with_thousands(double value);
 
-// One epoch as a metrics.jsonl line (no trailing newline).
+// One epoch as a metrics.jsonl line (no trailing newline). The ranks array comes last, one object
+// per rank: {"rank", "host", "threads", "cpus", "share", "samples", "compute_s", "wait_s",
+// "images_per_s", "compute_ms_per_sample"} (images_per_s: what the rank contributed, summing to
+// the epoch's; compute_ms_per_sample: how fast it computes, leaving out the run's warm-up step).
 std::string to_json(const EpochMetrics& m);
 
 class MetricsLog {

@@ -14,12 +14,14 @@
 #include "ddp/nn/model.hpp"
 #include "ddp/optim/lr_schedule.hpp"
 #include "ddp/optim/optimizer.hpp"
+#include "ddp/runtime/rank_info.hpp"
 #include "ddp/sync/batch_stats_sync.hpp"
 #include "ddp/sync/gradient_sync.hpp"
 #include "ddp/train/batch_feed.hpp"
 #include "ddp/train/loss_scaler.hpp"
 #include "ddp/train/metrics.hpp"
 #include "ddp/train/options.hpp"
+#include "ddp/train/rank_speed.hpp"
 #include "ddp/train/run_start.hpp"
 
 namespace ddp::train {
@@ -41,6 +43,9 @@ struct ComputePlace {
   std::unique_ptr<backend::Backend> backend;  // null: the CPU backend
   // Carries the gradient all-reduce (NCCL on GPUs); null: the trainer's communicator does.
   comm::Communicator* grad_comm = nullptr;
+  // The start-up rank table (main.cpp): host, threads and CPUs of every rank for the per-rank
+  // figures; empty: unknown.
+  std::vector<runtime::RankInfo> ranks;
 };
 
 class Trainer {
@@ -84,6 +89,12 @@ class Trainer {
   // the backend (take_loss).
   void train_step(const float* images, const std::int32_t* labels, std::int64_t n,
                   std::int64_t global_size, std::int64_t global_offset);
+  // Rank speed (rank_speed.hpp): called where a step's forward + backward is over and the wait for
+  // the gradient all-reduce begins. A device backend finishes its queued compute here (the host
+  // waits right after anyway), so that the host clock tells compute from waiting.
+  void settle_compute();
+  // Time spent so far waiting for gradient all-reduces (overlapped and blocking).
+  double grad_wait_s() const;
   // All ranks compare their weights' digest with rank 0's; a difference names the ranks.
   void check_replicas();
   // Every rank's batch-norm running statistics become the mean over the ranks.
@@ -117,6 +128,8 @@ class Trainer {
   std::int64_t global_step_ = 0;
   std::int64_t samples_seen_ = 0;
   double blocking_wait_s_ = 0.0;  // all-reduce time without overlap (comm.overlap = false)
+  StepMeter step_meter_;          // this rank's step times (rank_speed.hpp)
+  std::vector<runtime::RankInfo> rank_table_;  // ComputePlace::ranks
   // The stop flag being summed over the ranks during the next step (see train_epoch). A member:
   // the buffer of a non-blocking all-reduce must outlive it.
   // [0]: a stop was asked for; [1]: the loss stopped being finite (so that every rank stops at the
