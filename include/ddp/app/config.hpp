@@ -58,6 +58,14 @@ struct ModelConfig {
   bool sync_batchnorm = false;
 };
 
+// A key that takes a word or numbers: train.rank_shares ("equal", "auto" or one share per rank),
+// train.max_micro_batch (a number or "auto"). Exactly one of the two is set.
+struct WordOrNumbers {
+  std::string word;             // one of the key's words, or "" when numbers are given
+  std::vector<double> numbers;  // the numbers given (empty when a word is)
+  friend bool operator==(const WordOrNumbers&, const WordOrNumbers&) = default;
+};
+
 struct TrainConfig {
   std::int64_t epochs = 10;
   std::int64_t batch_size = 256;  // per rank
@@ -72,9 +80,17 @@ struct TrainConfig {
   std::int64_t eval_every = 1;
   std::int64_t global_batch = 0;  // samples per step over all ranks (0 = batch_size x ranks)
   std::int64_t accumulate = 1;    // micro-batches per optimizer step (gradients synchronised once)
-  std::string resume;             // "" (start fresh) | "auto" (newest snapshot in run.dir) | a path
-  std::int64_t keep_last = 3;     // snapshots kept in run.dir (0 = all)  // epochs between test
-                                  // evaluations (the last epoch always)
+  // Each rank's share of every global batch: "equal", "auto" (equal, then measured; see
+  // train::Trainer::set_rank_shares) or one positive weight per rank ([3, 1, 2]).
+  WordOrNumbers rank_shares{"equal", {}};
+  // The largest micro-batch a rank runs (0 = no cap): a larger share runs in several micro-batches
+  // and synchronises once. "auto": none on the CPU, on a GPU what its free memory holds.
+  WordOrNumbers max_micro_batch{"", {0.0}};
+  // train.rank_shares = auto re-balances when the predicted step time improves by more than this.
+  double rebalance_threshold = 0.05;
+  std::string resume;          // "" (start fresh) | "auto" (newest snapshot in run.dir) | a path
+  std::int64_t keep_last = 3;  // snapshots kept in run.dir (0 = all)  // epochs between test
+                               // evaluations (the last epoch always)
 };
 
 // The optimizer's and the schedule's options live in their room (optim/options.hpp).
