@@ -155,8 +155,8 @@ Result run_model(const std::string& model, const Options& o, CudaBackend& be,
   const auto mib = [](double m) { return static_cast<std::size_t>(m * 1024 * 1024); };
   std::unique_ptr<ddp::sync::GradientSync> sync;
   if (comm)
-    sync = std::make_unique<ddp::sync::GradientSync>(net, *comm, mib(o.bucket_mb),
-                                                     mib(o.first_bucket_mb));
+    sync = std::make_unique<ddp::sync::GradientSync>(
+        net, *comm, ddp::sync::SyncOptions{mib(o.bucket_mb), mib(o.first_bucket_mb)});
 
   // Two pinned host batches and two device slots (double-buffered uploads), labels pinned.
   const int dev = be.device_index();
@@ -199,8 +199,9 @@ Result run_model(const std::string& model, const Options& o, CudaBackend& be,
     be.softmax_xent_accumulate(n, classes, logits.data(), labels.as<std::int32_t>(), 0.0f,
                                grad_scale, dlogits.data());
     if (sync) {
-      sync->begin();
-      net.backward(dlogits, [&](std::size_t layer) { sync->on_layer_done(layer); });
+      sync->begin(1);
+      net.backward(dlogits, sync->hook());
+      sync->after_micro_batch();
     } else {
       net.backward(dlogits);
     }

@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
   ddp::comm::MpiComm comm(MPI_COMM_WORLD, ddp::comm::CommOptions{});
   const auto cap = static_cast<std::size_t>(bucket_mb * (1 << 20));
   const auto first_cap = static_cast<std::size_t>(first_bucket_mb * (1 << 20));
-  ddp::sync::GradientSync sync(model, comm, cap, first_cap);
+  ddp::sync::GradientSync sync(model, comm, ddp::sync::SyncOptions{cap, first_cap});
   const auto& buckets = sync.buckets();
   ProgressThread progress;
 
@@ -204,8 +204,9 @@ int main(int argc, char** argv) {
         MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
         exposed = since(w);
       } else if (mode == "test") {
-        sync.begin();
-        model.backward(dlogits, [&](std::size_t l) { sync.on_layer_done(l); });
+        sync.begin(1);
+        model.backward(dlogits, sync.hook());
+        sync.after_micro_batch();
         backward_end = clock_s();
         const auto w = Clock::now();
         sync.finish();

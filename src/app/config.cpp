@@ -68,6 +68,8 @@ std::string type_hint(ValueType t) {
       return " (e.g. 0.5 or 0.5,0.5,0.5)";
     case ValueType::kIntPair:
       return " (e.g. 3 or 3,1)";
+    case ValueType::kWordOrNumbers:
+      return " (e.g. auto or 3,1,2)";
     default:
       return "";
   }
@@ -274,7 +276,10 @@ class Loader {
     if (it != origins_.end() && it->second.command_line)
       return "command line: --" + name + " '" + format_value(v) + "'";
     const auto* s = std::get_if<std::string>(&v);
-    const std::string text = s ? "\"" + *s + "\"" : format_value(v);
+    const auto* wn = std::get_if<WordOrNumbers>(&v);
+    const std::string text = s                           ? "\"" + *s + "\""
+                             : wn && wn->numbers.empty() ? "\"" + wn->word + "\""
+                                                         : format_value(v);
     if (it == origins_.end()) return name + " = " + text + " (default)";
     return it->second.where + ": " + name + " = " + text;
   }

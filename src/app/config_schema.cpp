@@ -65,6 +65,8 @@ ValueType type_of(const Variant& field) {
           return ValueType::kIntPair;
         else if constexpr (std::is_same_v<T, std::vector<std::string>>)
           return ValueType::kStringList;
+        else if constexpr (std::is_same_v<T, WordOrNumbers>)
+          return ValueType::kWordOrNumbers;
         else
           return ValueType::kFloatList;
       },
@@ -262,13 +264,28 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(train, global_batch),
        .help = "samples per optimizer step over all ranks (0 = train.batch_size x ranks), at "
                "least ranks x train.accumulate; need not divide evenly: each step's samples are "
-               "split over the ranks in slices differing by at most one (256 on 3 ranks: 85, 85, "
-               "86), each slice over the micro-batches likewise, and the gradient is the mean over "
-               "the whole global batch",
+               "split over the ranks in slices differing by at most one (256 on 3 ranks: 86, 85, "
+               "85; train.rank_shares makes them uneven), each slice over the micro-batches "
+               "likewise, and the gradient is the mean over the whole global batch",
        .range = at_least(0)},
       {DDP_KEY(train, accumulate),
        .help = "micro-batches per optimizer step; gradients are synchronised on the last only",
        .range = at_least(1)},
+      {DDP_KEY(train, rank_shares),
+       .help = "each rank's share of every global batch: equal, auto (equal, then measured) or "
+               "one weight per rank, e.g. 3,1,2 ([3, 1, 2] in a file); the global batch is cut "
+               "into slices of these proportions (largest remainders rounded up, every rank at "
+               "least one sample) and the gradient stays the mean over the whole global batch",
+       .range = above(0.0), .choices = {"equal", "auto"}},
+      {DDP_KEY(train, max_micro_batch),
+       .help = "the most samples one forward/backward pass of a rank takes (0 = no cap): a "
+               "larger share runs in several micro-batches and synchronises once; auto = no cap "
+               "on the CPU, on a GPU what its free memory holds",
+       .range = at_least(0), .choices = {"auto"}, .sizes = {1}, .whole = true},
+      {DDP_KEY(train, rebalance_threshold),
+       .help = "train.rank_shares = auto re-balances at an epoch's end when the predicted step "
+               "time improves by more than this fraction",
+       .range = at_least(0.0)},
       {DDP_KEY(train, resume),
        .help = "\"\" = start a new run (run.dir must not hold another), auto = continue the run "
                "in run.dir from its newest complete snapshot (or start it; a complete run exits "
@@ -362,6 +379,14 @@ std::string ConfigKey::default_text() const {
 }
 
 std::string ConfigKey::constraint_text() const {
+  if (type() == ValueType::kWordOrNumbers) {
+    // "equal|auto|numbers each > 0", "auto|integer >= 0".
+    const auto r = range.text();
+    const bool one = sizes.size() == 1 && sizes[0] == 1;
+    std::string numbers = one ? (whole ? "integer" : "number") : (whole ? "integers" : "numbers");
+    if (!r.empty()) numbers += (one ? " " : " each ") + r;
+    return join(choices, "|") + "|" + numbers;
+  }
   std::string out;
   if (!choices.empty()) out = join(choices, "|");
   if (!sizes.empty()) {
@@ -377,6 +402,7 @@ std::string ConfigKey::constraint_text() const {
 std::optional<std::string> ConfigKey::check(const Value& v) const {
   if (const auto* s = std::get_if<std::string>(&v); s && non_empty && s->empty())
     return std::string("must not be empty");
+  if (const auto* wn = std::get_if<WordOrNumbers>(&v)) return check_word_or_numbers(*wn);
   if (const auto* list = std::get_if<std::vector<double>>(&v)) {
     if (list->empty() ||
         (!sizes.empty() && std::find(sizes.begin(), sizes.end(), list->size()) == sizes.end())) {
@@ -388,6 +414,26 @@ std::optional<std::string> ConfigKey::check(const Value& v) const {
     return std::nullopt;
   }
   return check_scalar(v, range, choices, false);
+}
+
+std::optional<std::string> ConfigKey::check_word_or_numbers(const WordOrNumbers& v) const {
+  const bool one = sizes.size() == 1 && sizes[0] == 1;
+  if (v.numbers.empty()) {
+    if (std::find(choices.begin(), choices.end(), v.word) != choices.end()) return std::nullopt;
+    std::vector<std::string> names(choices.begin(), choices.end());
+    return "must be " + join(choices, ", ") + " or " +
+           (one ? std::string(whole ? "an integer" : "a number")
+                : std::string(whole ? "a list of integers" : "a list of numbers")) +
+           detail::did_you_mean(v.word, names);
+  }
+  if (!sizes.empty() && std::find(sizes.begin(), sizes.end(), v.numbers.size()) == sizes.end())
+    return "must be one value, not " + std::to_string(v.numbers.size());
+  const char* prefix = one ? "" : "each value ";
+  for (double x : v.numbers) {
+    if (auto e = check_number(x, range, prefix)) return e;
+    if (whole && x != std::floor(x)) return std::string(prefix) + "must be an integer";
+  }
+  return std::nullopt;
 }
 
 Value ConfigKey::get(const Config& c) const {

@@ -1,6 +1,7 @@
 // The resolved configuration as TOML: every schema key and the layer list, built as a toml++ table
 // and streamed, so that load_config reads it back to the same Config.
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -37,6 +38,10 @@ class FloatTracker {
   bool short_ok_ = true;
 };
 
+bool is_whole(double x) {
+  return x == std::floor(x) && std::fabs(x) < 9.0e15;
+}
+
 void insert(toml::table& table, std::string_view key, const Value& v, FloatTracker& track) {
   if (const auto* i = std::get_if<std::int64_t>(&v)) {
     table.insert(key, *i);
@@ -59,6 +64,26 @@ void insert(toml::table& table, std::string_view key, const Value& v, FloatTrack
     toml::array list;
     for (const auto& n : *names) list.push_back(n);
     table.insert(key, std::move(list));
+  } else if (const auto* wn = std::get_if<WordOrNumbers>(&v)) {
+    // A word, one number or a list; whole numbers as TOML integers (max_micro_batch = 40).
+    if (wn->numbers.empty()) {
+      table.insert(key, wn->word);
+    } else if (wn->numbers.size() == 1) {
+      const double x = wn->numbers[0];
+      if (is_whole(x))
+        table.insert(key, static_cast<std::int64_t>(x));
+      else
+        table.insert(key, track(x));
+    } else {
+      toml::array list;
+      for (double x : wn->numbers) {
+        if (is_whole(x))
+          list.push_back(static_cast<std::int64_t>(x));
+        else
+          list.push_back(track(x));
+      }
+      table.insert(key, std::move(list));
+    }
   } else {
     toml::array list;
     for (double x : std::get<std::vector<double>>(v)) list.push_back(track(x));

@@ -69,6 +69,8 @@ std::string type_label(ValueType t) {
       return "INT|H,W";
     case ValueType::kStringList:
       return "NAMES";
+    case ValueType::kWordOrNumbers:
+      return "WORD|NUMBERS";
   }
   return "VALUE";
 }
@@ -89,6 +91,8 @@ std::string_view type_noun(ValueType t) {
       return "an integer or [height, width]";
     case ValueType::kStringList:
       return "a layer name or a list of layer names";
+    case ValueType::kWordOrNumbers:
+      return "a word or numbers";
   }
   return "a value";
 }
@@ -97,6 +101,15 @@ std::string format_float(double v) {
   char buf[64];
   const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   return ec == std::errc() ? std::string(buf, end) : std::string("?");
+}
+
+std::string format_floats(const std::vector<double>& values) {
+  std::string out;
+  for (double x : values) {
+    if (!out.empty()) out += ',';
+    out += format_float(x);
+  }
+  return out;
 }
 
 std::string format_value(const Value& v) {
@@ -113,12 +126,11 @@ std::string format_value(const Value& v) {
     for (const auto& n : *names) out += (out.empty() ? "" : ",") + n;
     return out;
   }
-  std::string out;
-  for (double x : std::get<std::vector<double>>(v)) {
-    if (!out.empty()) out += ',';
-    out += format_float(x);
+  if (const auto* wn = std::get_if<WordOrNumbers>(&v)) {
+    if (wn->numbers.empty()) return wn->word.empty() ? "\"\"" : wn->word;
+    return format_floats(wn->numbers);
   }
-  return out;
+  return format_floats(std::get<std::vector<double>>(v));
 }
 
 std::optional<Value> parse_text(ValueType t, std::string_view text) {
@@ -172,6 +184,14 @@ std::optional<Value> parse_text(ValueType t, std::string_view text) {
       }
       return Value{out};
     }
+    case ValueType::kWordOrNumbers: {
+      // Numbers when the text reads as numbers ("3,1,2", "[3, 1, 2]", "40"), else a word, which
+      // the key's check holds against its choices ("3,x,2" is refused there, quoted).
+      if (auto list = parse_text(ValueType::kFloatList, text);
+          list && !std::get<std::vector<double>>(*list).empty())
+        return Value{WordOrNumbers{"", std::get<std::vector<double>>(*list)}};
+      return Value{WordOrNumbers{std::string(trim(text)), {}}};
+    }
     case ValueType::kStringList: {
       std::vector<std::string> out;
       std::string_view s = trim(text);
@@ -224,6 +244,12 @@ std::optional<Value> from_node(ValueType t, const toml::node& node) {
         out[k] = i->get();
       }
       return Value{out};
+    }
+    case ValueType::kWordOrNumbers: {
+      if (const auto* str = node.as_string()) return Value{WordOrNumbers{str->get(), {}}};
+      auto list = from_node(ValueType::kFloatList, node);
+      if (!list) return std::nullopt;
+      return Value{WordOrNumbers{"", std::get<std::vector<double>>(*list)}};
     }
     case ValueType::kStringList: {
       if (const auto* str = node.as_string()) return Value{std::vector<std::string>{str->get()}};

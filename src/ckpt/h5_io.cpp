@@ -247,6 +247,33 @@ double get_attr_f64(hid_t file, const std::string& path, const char* name) {
   return v;
 }
 
+void set_attr_i64s(hid_t file, const std::string& path, const char* name,
+                   const std::vector<std::int64_t>& values) {
+  const std::string what = "attribute " + path + " " + name;
+  if (values.empty()) throw Failure(what + ": no values");
+  Object obj(check_id(H5Oopen(file, path.c_str(), H5P_DEFAULT), "opening " + path));
+  const hsize_t n = values.size();
+  Dataspace space(check_id(H5Screate_simple(1, &n, nullptr), "creating the dataspace of " + what));
+  Attribute a(check_id(H5Acreate2(obj, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT),
+                       "creating " + what));
+  check(H5Awrite(a, H5T_NATIVE_INT64, values.data()), "writing " + what);
+}
+
+std::vector<std::int64_t> get_attr_i64s(hid_t file, const std::string& path, const char* name) {
+  const std::string what = "attribute " + path + " " + name;
+  Object obj(check_id(H5Oopen(file, path.c_str(), H5P_DEFAULT), "opening " + path));
+  Attribute a(check_id(H5Aopen(obj, name, H5P_DEFAULT), "opening " + what));
+  Datatype t(check_id(H5Aget_type(a), "reading the type of " + what));
+  if (H5Tget_class(t) != H5T_INTEGER) throw Failure(what + ": not integers");
+  Dataspace s(check_id(H5Aget_space(a), "reading the shape of " + what));
+  const hssize_t n = H5Sget_simple_extent_npoints(s);
+  // Attributes live in the object header (64 KiB at most): a corrupt count cannot ask for more.
+  if (n < 1 || n > (1 << 13)) throw Failure(what + ": implausible length");
+  std::vector<std::int64_t> out(static_cast<std::size_t>(n));
+  check(H5Aread(a, H5T_NATIVE_INT64, out.data()), "reading " + what);
+  return out;
+}
+
 bool has_attr(hid_t file, const std::string& path, const char* name) {
   const htri_t r = H5Aexists_by_name(file, path.c_str(), name, H5P_DEFAULT);
   if (r < 0) throw Failure("looking for attribute " + path + " " + name + ": " + last_error());

@@ -58,5 +58,9 @@ std::string get_attr_string(hid_t file, const std::string& path, const char* nam
 void set_attr_f64(hid_t file, const std::string& path, const char* name, double value);
 double get_attr_f64(hid_t file, const std::string& path, const char* name);
 bool has_attr(hid_t file, const std::string& path, const char* name);
+// A one-dimensional int64 attribute (at least one value).
+void set_attr_i64s(hid_t file, const std::string& path, const char* name,
+                   const std::vector<std::int64_t>& values);
+std::vector<std::int64_t> get_attr_i64s(hid_t file, const std::string& path, const char* name);
 
 }  // namespace ddp::ckpt::h5

@@ -34,6 +34,11 @@ std::string inspect(const std::filesystem::path& file) {
   os << ", global step " << p.global_step << ", " << p.samples_seen << " samples seen\n";
   os << "seed          " << m.seed << "\n";
   os << "world size    " << m.world_size << " (resuming may use another)\n";
+  if (!m.rank_shares.empty()) {
+    os << "rank shares  ";
+    for (const auto v : m.rank_shares) os << " " << v;
+    os << " (samples of each global batch, rank 0 first)\n";
+  }
   if (m.loss_scale > 0)
     os << "loss scale    " << m.loss_scale << " (" << m.loss_scale_good_steps
        << " good steps since it last changed)\n";

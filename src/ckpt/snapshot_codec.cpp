@@ -100,6 +100,7 @@ std::string encode_snapshot(const Snapshot& s) {
   w.put(m.config_toml);
   w.put(m.metrics_jsonl);
   w.put(m.program_version);
+  w.put(m.rank_shares);
   w.put<std::uint64_t>(s.shapes.size());
   for (const auto& [name, shape] : s.shapes) {
     w.put(name);
@@ -133,6 +134,7 @@ Snapshot decode_snapshot(std::string_view bytes) {
   m.config_toml = r.get_string();
   m.metrics_jsonl = r.get_string();
   m.program_version = r.get_string();
+  m.rank_shares = r.get_vector<std::int64_t>();
   for (std::size_t i = 0, n = r.count(16); i < n; ++i) {
     std::string name = r.get_string();
     s.shapes.emplace_back(std::move(name), r.get_vector<std::int64_t>());

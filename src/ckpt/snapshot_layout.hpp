@@ -35,6 +35,7 @@ inline constexpr const char* kEpochSamples = "epoch_samples";
 inline constexpr const char* kEpochSteps = "epoch_steps";
 inline constexpr const char* kEpochTrainSeconds = "epoch_train_s";
 inline constexpr const char* kEpochCommWaitSeconds = "epoch_comm_wait_s";
+inline constexpr const char* kRankShares = "rank_shares";  // an int64 array, one per rank
 // Attributes of /optimizer.
 inline constexpr const char* kOptimizerName = "name";
 inline constexpr const char* kOptimizerSteps = "steps";

@@ -95,6 +95,9 @@ SnapshotMeta read_meta_from(const OpenFile& f) {
     p.train_s = h5::get_attr_f64(f.file, m, layout::kEpochTrainSeconds);
     p.comm_wait_s = h5::get_attr_f64(f.file, m, layout::kEpochCommWaitSeconds);
   }
+  // Added within format version 1 with train.rank_shares: older files have none.
+  if (h5::has_attr(f.file, m, layout::kRankShares))
+    meta.rank_shares = h5::get_attr_i64s(f.file, m, layout::kRankShares);
   meta.config_toml = h5::read_string(f.file, layout::kConfigToml, f.size);
   meta.metrics_jsonl = h5::read_string(f.file, layout::kMetricsJsonl, f.size);
   // The header is outside the checksum and orders snapshots in a directory: it must agree.

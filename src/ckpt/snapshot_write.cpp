@@ -117,6 +117,7 @@ std::vector<char> build_image(const fs::path& tmp, const std::vector<Entry>& ent
   h5::set_attr_i64(f, m, layout::kEpochSteps, p.steps);
   h5::set_attr_f64(f, m, layout::kEpochTrainSeconds, p.train_s);
   h5::set_attr_f64(f, m, layout::kEpochCommWaitSeconds, p.comm_wait_s);
+  if (!meta.rank_shares.empty()) h5::set_attr_i64s(f, m, layout::kRankShares, meta.rank_shares);
   h5::write_string(f, layout::kConfigToml, meta.config_toml);
   h5::write_string(f, layout::kMetricsJsonl, meta.metrics_jsonl);
 

@@ -1,8 +1,18 @@
 #include "ddp/sync/gradient_sync.hpp"
 
 #include <chrono>
+#include <string>
+
+#include "ddp/error.hpp"
 
 namespace ddp::sync {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
 
 std::vector<Bucket> plan_buckets(const nn::Model& model, std::size_t cap_bytes,
                                  std::size_t first_cap_bytes) {
@@ -31,26 +41,53 @@ std::vector<Bucket> plan_buckets(const nn::Model& model, std::size_t cap_bytes,
   return out;
 }
 
-GradientSync::GradientSync(nn::Model& model, comm::Communicator& comm, std::size_t cap_bytes,
-                           std::size_t first_cap_bytes)
-    : model_(model), comm_(comm), buckets_(plan_buckets(model, cap_bytes, first_cap_bytes)) {
+GradientSync::GradientSync(nn::Model& model, comm::Communicator& comm, const SyncOptions& options)
+    : model_(model),
+      comm_(comm),
+      options_(options),
+      communicates_(comm.size() > 1),
+      buckets_(plan_buckets(model, options.cap_bytes, options.first_cap_bytes)) {
   requests_.resize(buckets_.size());
   done_.assign(buckets_.size(), false);
+  if (options.max_micro_batches > 1)
+    accum_ = model_.backend().alloc(Shape{static_cast<std::int64_t>(model_.grads().size())});
+  hook_ = [this](std::size_t layer) { on_layer_done(layer); };
 }
 
-void GradientSync::begin(std::span<const float> accumulated) {
-  accumulated_ = accumulated;
+void GradientSync::begin(std::int64_t micro_batches) {
+  if (micro_batches < 1)
+    throw Error("internal: a step of " + std::to_string(micro_batches) + " micro-batches");
+  micro_batches_ = micro_batches;
+  micro_ = 0;
   next_ = 0;
   done_.assign(buckets_.size(), false);
+  if (micro_batches > 1) {
+    if (accum_.empty())
+      accum_ = model_.backend().alloc(Shape{static_cast<std::int64_t>(model_.grads().size())});
+    model_.backend().fill(accum_.numel(), 0.0f, accum_.data());
+  }
+}
+
+std::span<const float> GradientSync::accumulated() const {
+  if (micro_batches_ == 1) return {};
+  return {accum_.data(), static_cast<std::size_t>(accum_.numel())};
+}
+
+void GradientSync::after_micro_batch() {
+  if (!last_micro_batch()) {
+    auto grads = model_.grads();
+    model_.backend().add(accum_.numel(), grads.data(), accum_.data());
+  }
+  ++micro_;
 }
 
 void GradientSync::launch(std::size_t i) {
   const Bucket& b = buckets_[i];
   auto grads = model_.grads().subspan(b.begin, b.end - b.begin);
-  // The backend adds: on a GPU both buffers are device memory, and the add is enqueued before the
-  // all-reduce that reads it.
-  if (!accumulated_.empty())
-    model_.backend().add(static_cast<std::int64_t>(grads.size()), accumulated_.data() + b.begin,
+  // The earlier micro-batches join just before the bucket is sent. The backend adds: on a GPU
+  // both buffers are device memory, and the add is enqueued before the all-reduce that reads it.
+  if (const auto acc = accumulated(); !acc.empty())
+    model_.backend().add(static_cast<std::int64_t>(grads.size()), acc.data() + b.begin,
                          grads.data());
   requests_[i] = comm_.iallreduce_sum(grads);
   ++stats_.buckets_launched;
@@ -67,11 +104,27 @@ void GradientSync::progress() {
 }
 
 void GradientSync::on_layer_done(std::size_t layer) {
+  // Only the last micro-batch's gradients complete a bucket (the others are accumulated).
+  if (!communicates_ || !options_.overlap || !last_micro_batch()) return;
   while (next_ < buckets_.size() && layer <= buckets_[next_].lowest_layer) launch(next_++);
   progress();
 }
 
 void GradientSync::finish() {
+  if (micro_ != micro_batches_)
+    throw Error("internal: the step ended after " + std::to_string(micro_) + " of " +
+                std::to_string(micro_batches_) + " micro-batches");
+  auto grads = model_.grads();
+  if (!communicates_ || !options_.overlap) {
+    if (const auto acc = accumulated(); !acc.empty())
+      model_.backend().add(static_cast<std::int64_t>(grads.size()), acc.data(), grads.data());
+    if (communicates_) {
+      const auto t0 = std::chrono::steady_clock::now();
+      comm_.allreduce_sum(grads);
+      stats_.exposed_s += seconds_since(t0);
+    }
+    return;
+  }
   while (next_ < buckets_.size()) launch(next_++);
   const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < buckets_.size(); ++i)
@@ -79,7 +132,7 @@ void GradientSync::finish() {
       comm_.wait(requests_[i]);
       done_[i] = true;
     }
-  stats_.exposed_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.exposed_s += seconds_since(t0);
 }
 
 }  // namespace ddp::sync

@@ -32,10 +32,11 @@ double physical_memory() {
 }
 
 // Copies of the parameters training keeps: the weights, their gradients, the accumulation buffer
-// (train.accumulate > 1) and the optimizer's state (SGD momentum: 1, Adam/AdamW: 2).
-int parameter_copies(const Setup& cfg) {
+// (more than one micro-batch: train.accumulate or train.max_micro_batch) and the optimizer's
+// state (SGD momentum: 1, Adam/AdamW: 2).
+int parameter_copies(const Setup& cfg, bool micro_batches) {
   int n = 2;
-  if (cfg.train.accumulate > 1) ++n;
+  if (micro_batches) ++n;
   if (cfg.optim.name == "adam" || cfg.optim.name == "adamw")
     n += 2;
   else if (cfg.optim.momentum > 0)
@@ -62,7 +63,7 @@ void check_memory_fits(const Setup& cfg, const Shape& input, std::int64_t rank_b
                        std::int64_t micro_batch, backend::Backend& be) {
   const auto est = nn::estimate_memory(cfg.model.layers, input, be);
   const double f = sizeof(float);
-  const int copies = parameter_copies(cfg);
+  const int copies = parameter_copies(cfg, cfg.train.accumulate > 1 || micro_batch < rank_batch);
   const double params = f * (copies * est.params() + est.buffers());
   const double acts = f * est.activations_per_sample() * static_cast<double>(micro_batch);
   // The step's images, as the loader hands them over (and prepares the next batch meanwhile).

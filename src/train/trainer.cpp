@@ -1,5 +1,6 @@
 #include "ddp/train/trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -8,7 +9,9 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <numeric>
 #include <ostream>
 
 #include "ddp/backend/cpu_backend.hpp"
@@ -18,10 +21,12 @@
 #include "ddp/data/readers.hpp"
 #include "ddp/data/sampler.hpp"
 #include "ddp/error.hpp"
+#include "ddp/nn/memory_estimate.hpp"
 #include "ddp/nn/norm_and_bias.hpp"
 #include "ddp/rng.hpp"
 #include "ddp/runtime/runtime.hpp"
 #include "ddp/runtime/signals.hpp"
+#include "ddp/sync/replica.hpp"
 #include "ddp/train/memory_check.hpp"
 #include "ddp/train/rank_balance.hpp"
 #include "ddp/version_info.hpp"
@@ -55,6 +60,43 @@ data::Normalization make_normalization(const data::Options& d, const data::Datas
   n.mean = expand(d.mean, "mean");
   n.std = expand(d.std, "std");
   return n;
+}
+
+// "[3, 1, 2]", as the key is written in a file.
+std::string list_text(const std::vector<double>& v) {
+  std::string out;
+  for (const double x : v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    out += (out.empty() ? "" : ", ") + std::string(buf);
+  }
+  return "[" + out + "]";
+}
+
+std::string join(const std::vector<std::int64_t>& v, const char* sep) {
+  std::string out;
+  for (const auto x : v) out += (out.empty() ? "" : sep) + std::to_string(x);
+  return out;
+}
+
+std::string mib_text(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f MiB", bytes / (1024.0 * 1024.0));
+  return buf;
+}
+
+// "96/48/48"
+std::string shares_text(const std::vector<std::int64_t>& shares) {
+  std::string t;
+  for (const auto v : shares) t += (t.empty() ? "" : "/") + std::to_string(v);
+  return t;
+}
+
+// "84.0 ms"
+std::string format_ms(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f ms", 1000.0 * s);
+  return buf;
 }
 
 // A field of /proc/self/status in KiB (0 where unavailable).
@@ -98,6 +140,7 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
   norm_ = make_normalization(d, train_);
 
   const std::int64_t world = comm_.size(), k = cfg_.train.accumulate;
+  const auto rank = static_cast<std::size_t>(comm_.rank());
   global_batch_ =
       cfg_.train.global_batch > 0 ? cfg_.train.global_batch : cfg_.train.batch_size * world;
   if (global_batch_ < world * k)
@@ -105,36 +148,72 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
                       " is smaller than " + std::to_string(world) + " ranks x " +
                       std::to_string(k) +
                       " micro-batches (train.accumulate): every micro-batch needs a sample");
-  rank_batch_ = (global_batch_ + world - 1) / world;
-  micro_batch_ = (rank_batch_ + k - 1) / k;
+  shares_ = configured_shares();
+  for (std::size_t r = 0; r < shares_.size(); ++r)
+    if (shares_[r] < k)
+      throw ConfigError("train.rank_shares = " + list_text(cfg_.train.rank_shares.numbers) +
+                        ": rank " + std::to_string(r) + "'s share of the global batch of " +
+                        std::to_string(global_batch_) + " is " + std::to_string(shares_[r]) +
+                        " sample(s), fewer than train.accumulate = " + std::to_string(k) +
+                        " micro-batches: every micro-batch needs a sample");
+  // The caps: a number is every rank's; "auto" is none on the CPU and is measured below on a GPU.
+  const auto& max_micro = cfg_.train.max_micro_batch;
+  const bool auto_cap = max_micro.word == "auto";
+  const bool measure_cap = auto_cap && be_->device() != Device::cpu;
+  caps_.assign(static_cast<std::size_t>(world),
+               auto_cap ? 0 : static_cast<std::int64_t>(max_micro.numbers.at(0)));
+  same_micro_count_ = cfg_.model.sync_batchnorm && world > 1;
+  size_batches();
 
   const Shape input{train_.channels(), train_.height(), train_.width()};
-  // Absurd sizes are refused here, naming the key, instead of ending in std::bad_alloc.
-  check_memory_fits(cfg_, input, rank_batch_, micro_batch_, *be_);
+  // Absurd sizes are refused here, naming the key, instead of ending in std::bad_alloc. A cap yet
+  // to be measured is at least one sample.
+  check_memory_fits(cfg_, input, rank_batch_, measure_cap ? 1 : micro_batch_, *be_);
   model_ = std::make_unique<nn::Model>(cfg_.model.layers, input, train_.num_classes(), *be_);
   model_->init_parameters(cfg_.train.seed);
   // Every replica starts from rank 0's weights (identical already by seed; this makes it a fact).
-  // The host mirrors travel over MPI (they hold the initial weights on every backend).
-  if (world > 1) {
-    comm_.broadcast(std::as_writable_bytes(model_->host_params()), 0);
-    comm_.broadcast(std::as_writable_bytes(model_->host_buffers()), 0);
-    model_->push_state();
-  }
-  model_->reserve(micro_batch_);
-  dlogits_ = be_->alloc(Shape{micro_batch_, train_.num_classes()});
-  sample_ids_.resize(static_cast<std::size_t>(rank_batch_));
-  if (k > 1) accum_ = be_->alloc(Shape{static_cast<std::int64_t>(model_->grads().size())});
+  sync::broadcast_state(comm_, *model_);
   opt_ = optim::Optimizer::create(cfg_.optim, *be_, model_->params().size(),
                                   nn::norm_and_bias_ranges(*model_));
+  if (measure_cap) {
+    // What the device has left once the weights, gradients and optimizer state are in it, less
+    // the batch slots and an accumulation buffer, in micro-batches of the model's activations.
+    const auto est = nn::estimate_memory(cfg_.model.layers, input, *be_);
+    const double f = sizeof(float);
+    const double sample_bytes =
+        f * (est.activations_per_sample() + static_cast<double>(train_.num_classes()));
+    const double fixed_bytes = f * (2.0 * static_cast<double>(rank_batch_ * input.numel()) +
+                                    static_cast<double>(model_->grads().size()));
+    const auto free_bytes = static_cast<double>(be_->free_memory_bytes());
+    const std::int64_t cap = micro_batch_cap_for_memory(free_bytes, fixed_bytes, sample_bytes);
+    if (cap < 1)
+      throw ConfigError(
+          "train.max_micro_batch = auto: rank " + std::to_string(rank) + "'s device has " +
+          mib_text(free_bytes) + " free once the model is in it, not enough for the batch slots (" +
+          mib_text(fixed_bytes) + ") and one sample's activations (" + mib_text(sample_bytes) +
+          "); use a smaller model or train.batch_size, or another device");
+    caps_[rank] = cap;
+  }
+  // Every rank's cap, for the micro-batch counts sync batch norm makes all ranks agree on.
+  if (auto_cap && world > 1) {
+    const std::int64_t mine = caps_[rank];
+    comm_.allgather(std::as_bytes(std::span<const std::int64_t>(&mine, 1)),
+                    std::as_writable_bytes(std::span<std::int64_t>(caps_)));
+  }
+  if (measure_cap) {
+    size_batches();
+    out_ << "train.max_micro_batch = auto: micro-batches of at most " << join(caps_, ", ")
+         << " sample(s) (rank 0 first)\n";
+  }
   if (cfg_.model.sync_batchnorm && world > 1) {
     bn_reducer_ = std::make_unique<sync::CommBatchStatsReducer>(*grad_comm_);
     model_->set_batch_stats_reducer(bn_reducer_.get());
   }
-  if (world > 1) {
-    const auto mib = [](double m) { return static_cast<std::size_t>(m * 1024 * 1024); };
-    sync_ = std::make_unique<sync::GradientSync>(*model_, *grad_comm_, mib(cfg_.comm.bucket_mb),
-                                                 mib(cfg_.comm.first_bucket_mb));
-  }
+  const auto mib = [](double m) { return static_cast<std::size_t>(m * 1024 * 1024); };
+  sync_ = std::make_unique<sync::GradientSync>(
+      *model_, *grad_comm_,
+      sync::SyncOptions{mib(cfg_.comm.bucket_mb), mib(cfg_.comm.first_bucket_mb), cfg_.comm.overlap,
+                        max_micro_batches_});
   // fp16 gradients underflow without loss scaling; train.loss_scale > 0 asks for it on any
   // precision (and sets where it starts).
   if (cfg_.train.loss_scale > 0)
@@ -149,8 +228,7 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
     fault_inf_rank_ = static_cast<int>(r);
     fault_inf_step_ = s;
   }
-  // Evaluation batches are micro-batches, never larger than a rank's share of a step.
-  feed_ = std::make_unique<BatchFeed>(*be_, input.numel(), rank_batch_);
+  reserve_batches();
 
   steps_per_epoch_ = data::steps_per_epoch(sampler_options());
   if (steps_per_epoch_ == 0)
@@ -172,53 +250,154 @@ data::SamplerOptions Trainer::sampler_options() const {
   so.shuffle = cfg_.train.shuffle;
   so.drop_last = cfg_.train.drop_last;
   so.seed = cfg_.train.seed;
+  so.shares = shares_;
   return so;
 }
 
-void Trainer::train_step(const float* images, const std::int32_t* labels, std::int64_t n,
-                         std::int64_t global_size, std::int64_t global_offset) {
+std::vector<std::int64_t> Trainer::configured_shares() const {
+  const auto& s = cfg_.train.rank_shares;
+  const int world = comm_.size();
+  // "auto" starts equal; the measured shares come through set_rank_shares.
+  if (!s.word.empty()) return data::slice_sizes(global_batch_, data::equal_shares(world));
+  const std::string key = "train.rank_shares = " + list_text(s.numbers);
+  if (std::ssize(s.numbers) != world)
+    throw ConfigError(key + ": " + std::to_string(s.numbers.size()) + " share(s) for " +
+                      std::to_string(world) +
+                      " rank(s): give one share per rank (or \"equal\", "
+                      "\"auto\")");
+  const auto sizes = data::slice_sizes(global_batch_, std::span<const double>(s.numbers));
+  for (std::size_t r = 0; r < sizes.size(); ++r) {
+    if (sizes[r] > 0) continue;
+    // The smallest global batch that gives every rank a sample (largest remainders are not
+    // monotone in the batch, so it is searched; by sum / smallest share every quota is >= 1).
+    double total = 0.0, smallest = s.numbers[0];
+    for (const double w : s.numbers) {
+      total += w;
+      smallest = std::min(smallest, w);
+    }
+    const auto bound = static_cast<std::int64_t>(std::ceil(total / smallest));
+    std::int64_t least = bound;
+    for (std::int64_t g = global_batch_ + 1; g < std::min(bound, global_batch_ + 1000000); ++g) {
+      const auto t = data::slice_sizes(g, std::span<const double>(s.numbers));
+      if (std::all_of(t.begin(), t.end(), [](std::int64_t n) { return n > 0; })) {
+        least = g;
+        break;
+      }
+    }
+    throw ConfigError(key + ": rank " + std::to_string(r) +
+                      " gets no sample of the global batch of " + std::to_string(global_batch_) +
+                      " (train.global_batch): every rank needs at "
+                      "least one; a global batch of at least " +
+                      std::to_string(least) + " gives each rank one, or raise rank " +
+                      std::to_string(r) + "'s share");
+  }
+  return sizes;
+}
+
+MicroBatchPlan Trainer::step_plan(std::int64_t global_size) const {
+  const auto slices = data::slice_sizes(global_size, std::span<const std::int64_t>(shares_));
+  return plan_micro_batches(slices, caps_, cfg_.train.accumulate, comm_.rank(), same_micro_count_);
+}
+
+void Trainer::size_batches() {
+  rank_batch_ = 1;
+  micro_batch_ = 1;
+  max_micro_batches_ = 1;
+  // The configured global batch and the epoch's short last one: largest remainders can give a
+  // rank more of a smaller batch.
+  std::vector<std::int64_t> sizes = {global_batch_};
+  if (train_.size() > 0)
+    for (const auto g : data::global_batch_sizes(sampler_options())) sizes.push_back(g);
+  for (const auto g : sizes) {
+    const MicroBatchPlan p = step_plan(g);
+    rank_batch_ = std::max(rank_batch_, p.samples);
+    micro_batch_ = std::max(micro_batch_, p.largest());
+    max_micro_batches_ = std::max(max_micro_batches_, p.total);
+  }
+}
+
+void Trainer::reserve_batches() {
   const Shape input = model_->input_shape();
-  const std::int64_t classes = model_->num_classes(), k = cfg_.train.accumulate;
-  const std::int64_t per_sample = input.numel();
+  const std::int64_t classes = model_->num_classes();
+  model_->reserve(micro_batch_);
+  if (dlogits_.empty() || dlogits_.numel() < micro_batch_ * classes)
+    dlogits_ = be_->alloc(Shape{micro_batch_, classes});
+  if (std::ssize(sample_ids_) < rank_batch_)
+    sample_ids_.resize(static_cast<std::size_t>(rank_batch_));
+  // The batch slots hold a whole slice; evaluation batches are micro-batches, never larger.
+  if (feed_batch_ < rank_batch_) {
+    feed_.reset();
+    feed_ = std::make_unique<BatchFeed>(*be_, input.numel(), rank_batch_);
+    feed_batch_ = rank_batch_;
+  }
+}
+
+void Trainer::set_rank_shares(const std::vector<std::int64_t>& weights) {
+  if (std::ssize(weights) != comm_.size())
+    throw Error("set_rank_shares: " + std::to_string(weights.size()) + " share(s) for " +
+                std::to_string(comm_.size()) + " rank(s)");
+  for (const auto w : weights)
+    if (w <= 0) throw Error("set_rank_shares: share " + std::to_string(w) + " is not positive");
+  auto sizes = data::slice_sizes(global_batch_, std::span<const std::int64_t>(weights));
+  for (std::size_t r = 0; r < sizes.size(); ++r)
+    if (sizes[r] < cfg_.train.accumulate)
+      throw Error("set_rank_shares: shares " + join(weights, ", ") + " give rank " +
+                  std::to_string(r) + " " + std::to_string(sizes[r]) +
+                  " sample(s) of the global batch of " + std::to_string(global_batch_) +
+                  ", fewer than its " + std::to_string(cfg_.train.accumulate) + " micro-batch(es)");
+  pending_shares_ = std::move(sizes);
+}
+
+void Trainer::apply_pending_shares() {
+  if (pending_shares_.empty()) return;
+  const bool changed = pending_shares_ != shares_;
+  shares_ = std::move(pending_shares_);
+  pending_shares_.clear();
+  if (!changed) return;
+  size_batches();
+  reserve_batches();
+  out_ << "rank shares: " << join(shares_, " + ") << " samples of each global batch of "
+       << global_batch_ << "\n";
+}
+
+void Trainer::train_step(const data::Batch& batch) {
+  const Shape input = model_->input_shape();
+  const std::int64_t classes = model_->num_classes(), per_sample = input.numel();
+  const MicroBatchPlan plan = step_plan(batch.global_size);
+  if (plan.samples != batch.size)
+    throw Error("internal: a slice of " + std::to_string(batch.size) + " samples, planned " +
+                std::to_string(plan.samples));
   auto grads = model_->grads();
   nn::StepContext ctx{nn::Mode::train,
                       hash_words(cfg_.train.seed, static_cast<std::uint64_t>(RngStream::dropout),
                                  static_cast<std::uint64_t>(global_step_)),
                       sample_ids_.data()};
   // Dropout masks are keyed by epoch-order position: the same whatever the split over ranks.
-  for (std::int64_t i = 0; i < n; ++i) sample_ids_[static_cast<std::size_t>(i)] = global_offset + i;
+  for (std::int64_t i = 0; i < batch.size; ++i)
+    sample_ids_[static_cast<std::size_t>(i)] = batch.global_offset + i;
 
-  const bool overlap = sync_ && cfg_.comm.overlap;
-  if (k > 1) be_->fill(accum_.numel(), 0.0f, accum_.data());
-  for (std::int64_t m = 0; m < k; ++m) {
-    // Micro-batch m takes [m*n/k, (m+1)*n/k) of this rank's share, so shares split evenly.
-    const std::int64_t b = m * n / k, e = (m + 1) * n / k, len = e - b;
-    const bool last = m + 1 == k;
-    if (last && overlap)
-      sync_->begin(k > 1 ? std::span<const float>(accum_.data(), grads.size())
-                         : std::span<const float>());
+  sync_->begin(plan.total);
+  for (std::int64_t m = 0; m < plan.total; ++m) {
+    const auto [b, e] = plan.range(m);
+    const std::int64_t len = e - b;
     if (len == 0) {
+      // No samples here: a zero gradient, and sync batch norm's collectives joined (the other
+      // ranks' forward and backward make them, in order).
       be_->fill(static_cast<std::int64_t>(grads.size()), 0.0f, grads.data());
-      // Sync batch norm: the other ranks' forward and backward make collectives to join, in order.
-      if (bn_reducer_ && last && overlap)
-        model_->step_without_samples([this](std::size_t layer) { sync_->on_layer_done(layer); });
-      else if (bn_reducer_)
-        model_->step_without_samples();
-      if (last && overlap) {
-        settle_compute();
-        sync_->finish();
-      }
+      if (bn_reducer_) model_->step_without_samples(sync_->hook());
     } else {
+      // Compute (forward + backward) of micro-batch m starts here.
       ctx.sample_ids = sample_ids_.data() + b;
-      const Tensor x = Tensor::view(const_cast<float*>(images + b * per_sample),
+      const Tensor x = Tensor::view(const_cast<float*>(batch.images + b * per_sample),
                                     input.with_batch(len), be_->device());
       const Tensor& logits = model_->forward(x, ctx);
       const Tensor dl = dlogits_.first(len);
       // Gradient of the global batch's mean loss: scale by the global size; the all-reduce sums.
       // Times the loss scale, which the step divides out again (train_epoch).
       be_->softmax_xent_accumulate(
-          len, classes, logits.data(), labels + b, static_cast<float>(cfg_.train.label_smoothing),
-          static_cast<float>(scaler_.scale() / static_cast<double>(global_size)), dl.data());
+          len, classes, logits.data(), batch.labels + b,
+          static_cast<float>(cfg_.train.label_smoothing),
+          static_cast<float>(scaler_.scale() / static_cast<double>(batch.global_size)), dl.data());
       if (m == 0 && comm_.rank() == fault_inf_rank_ && global_step_ == fault_inf_step_) {
         std::fprintf(stderr,
                      "ddp_train: fault injection (DDP_FAULT_INF_GRAD, test only): rank %d "
@@ -227,25 +406,15 @@ void Trainer::train_step(const float* images, const std::int32_t* labels, std::i
         // An inf in the loss gradient that backward spreads into the parameter gradients.
         be_->fill(1, std::numeric_limits<float>::infinity(), dl.data());
       }
-      if (last && overlap) {
-        model_->backward(dl, [this](std::size_t layer) { sync_->on_layer_done(layer); });
-        settle_compute();
-        sync_->finish();
-      } else {
-        model_->backward(dl);
-      }
+      // The hook starts bucket all-reduces during the last micro-batch; it never waits.
+      model_->backward(dl, sync_->hook());
+      // Compute of micro-batch m ends here.
     }
-    if (!last) be_->add(accum_.numel(), grads.data(), accum_.data());
+    sync_->after_micro_batch();
   }
-  if (!overlap) {
-    if (k > 1) be_->add(accum_.numel(), accum_.data(), grads.data());
-    if (comm_.size() > 1) {
-      settle_compute();
-      const auto t0 = Clock::now();
-      grad_comm_->allreduce_sum(grads);
-      blocking_wait_s_ += seconds_since(t0);
-    }
-  }
+  // Waits for every rank's gradients (the sum over all ranks and micro-batches).
+  settle_compute();
+  sync_->finish();
 }
 
 void Trainer::settle_compute() {
@@ -254,41 +423,12 @@ void Trainer::settle_compute() {
 }
 
 double Trainer::grad_wait_s() const {
-  return (sync_ ? sync_->stats().exposed_s : 0.0) + blocking_wait_s_;
-}
-
-void Trainer::average_buffers() {
-  // With sync batch norm the running statistics are the same on every rank already.
-  if (comm_.size() == 1 || bn_reducer_ || model_->host_buffers().empty()) return;
-  // Each rank's batch-norm running statistics saw only its own batches: every rank takes their
-  // mean (all-reduce, then the same scaling everywhere, so the replicas agree bitwise again).
-  model_->pull_state();
-  auto b = model_->host_buffers();
-  comm_.allreduce_sum(b);
-  const float inv = 1.0f / static_cast<float>(comm_.size());
-  for (float& v : b) v *= inv;
-  model_->push_state();
-}
-
-void Trainer::check_replicas() {
-  if (comm_.size() == 1) return;
-  std::uint64_t root_digest = model_->digest();
-  const std::uint64_t mine = root_digest;
-  comm_.broadcast(std::as_writable_bytes(std::span<std::uint64_t>(&root_digest, 1)), 0);
-  std::vector<std::int64_t> differs(static_cast<std::size_t>(comm_.size()), 0);
-  differs[static_cast<std::size_t>(comm_.rank())] = mine != root_digest ? 1 : 0;
-  comm_.allreduce_sum(std::span<std::int64_t>(differs));
-  std::string bad;
-  for (std::size_t r = 0; r < differs.size(); ++r)
-    if (differs[r]) bad += (bad.empty() ? "" : ", ") + std::to_string(r);
-  if (!bad.empty())
-    throw Error("replica divergence after step " + std::to_string(global_step_) +
-                ": the weights of rank(s) " + bad +
-                " differ from rank 0's (non-deterministic kernel, memory corruption or a bug)");
+  return sync_->stats().exposed_s;
 }
 
 EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, bool& stopped,
                                   bool& stop_after) {
+  apply_pending_shares();
   auto batches = data::epoch_batches(sampler_options(), static_cast<std::uint64_t>(epoch));
   // A resumed epoch continues where the snapshot left it: the batches are a function of
   // (seed, epoch, global batch), not of the number of ranks.
@@ -316,7 +456,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   double lr = 0.0;
   stopped = false;
   stop_after = false;
-  const double wait0 = (sync_ ? sync_->stats().exposed_s : 0.0) + blocking_wait_s_;
+  const double wait0 = sync_->stats().exposed_s;
   const auto t0 = Clock::now();
   auto diverged = [&](const std::string& where) {
     return Error("training diverged: the loss is not finite (NaN or inf) in epoch " +
@@ -348,7 +488,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
     // Rank speed: the step's forward + backward is its time less its wait for the gradients.
     const double wait_before = grad_wait_s();
     const auto step_t0 = Clock::now();
-    train_step(b->images, b->labels, b->size, b->global_size, b->global_offset);
+    train_step(*b);
     const double step_wait = grad_wait_s() - wait_before;
     step_meter_.add_step(seconds_since(step_t0) - step_wait, step_wait, b->size);
     // With loss scaling: the all-reduced gradients are unscaled and checked; an overflow on any
@@ -415,8 +555,10 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   if (!std::isfinite(sums[0]))
     throw diverged("by its end (step " + std::to_string(step) + ", global step " +
                    std::to_string(global_step_) + ")");
-  average_buffers();
-  check_replicas();
+  // Each rank's batch-norm running statistics saw only its own samples (with sync batch norm they
+  // are every rank's already): the ranks average them, weighted by the samples each trained.
+  if (!bn_reducer_) sync::average_buffers(comm_, *model_, seen);
+  sync::check_replicas(comm_, *model_, global_step_);
   // The epoch's totals: a resumed epoch adds what the segments before this one trained of it.
   const ckpt::EpochProgress carry = first_step > 0 ? epoch_carry_ : ckpt::EpochProgress{};
   progress_.loss_sum = carry.loss_sum + sums[0];
@@ -424,8 +566,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   progress_.samples = carry.samples + counts[1];
   progress_.steps = carry.steps + (step - first_step);
   progress_.train_s = carry.train_s + train_s;
-  progress_.comm_wait_s =
-      carry.comm_wait_s + (sync_ ? sync_->stats().exposed_s : 0.0) + blocking_wait_s_ - wait0;
+  progress_.comm_wait_s = carry.comm_wait_s + sync_->stats().exposed_s - wait0;
   EpochMetrics m;
   m.epoch = epoch + 1;
   m.epochs = cfg_.train.epochs;
@@ -438,29 +579,19 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   m.epoch_s = progress_.train_s;
   m.comm_wait_s = progress_.comm_wait_s;
   m.images_per_s = progress_.train_s > 0 ? samples / progress_.train_s : 0.0;
-  // Every rank's speed (one allgather); this rank's share of a full global batch is the sampler's
-  // equal slice [r*B/W, (r+1)*B/W).
+  // Every rank's speed (one allgather), with its slice of a full global batch this epoch.
   RankSpeed mine = step_meter_.take_epoch(train_s);
-  const std::int64_t r = comm_.rank(), w = comm_.size();
   mine.rank = comm_.rank();
-  mine.share = (r + 1) * global_batch_ / w - r * global_batch_ / w;
+  mine.share = shares_[static_cast<std::size_t>(comm_.rank())];
   m.ranks = gather_rank_speeds(mine, rank_table_, comm_);
   return m;
 }
 
 EvalResult Trainer::evaluate() {
-  // Each rank takes a contiguous slice of the test set; no padding, so every sample counts once.
-  const std::int64_t n = test_.size(), w = comm_.size(), r = comm_.rank();
-  const std::int64_t begin = n * r / w, end = n * (r + 1) / w;
+  // Each rank takes a contiguous shard of the test set sized by its share; no padding, so every
+  // sample counts once.
   const std::int64_t batch = micro_batch_;
-  std::vector<data::RankBatch> batches;
-  for (std::int64_t i = begin; i < end; i += batch) {
-    data::RankBatch rb;
-    for (std::int64_t j = i; j < std::min(end, i + batch); ++j) rb.indices.push_back(j);
-    rb.global_size = static_cast<std::int64_t>(rb.indices.size());
-    rb.global_offset = i;
-    batches.push_back(std::move(rb));
-  }
+  auto batches = data::eval_batches(test_.size(), comm_.size(), comm_.rank(), shares_, batch);
   data::BatchLoader loader(test_, norm_, data::Augmentation{}, cfg_.train.seed, batch,
                            cfg_.data.prefetch);
   loader.start(std::move(batches), 0);
@@ -502,6 +633,7 @@ void Trainer::resume() {
   // loss scale, the run's training time, the epoch's loss sum, training and waiting time
   std::vector<double> reals(5, 0.0);
   std::string history;
+  std::vector<std::int64_t> shares;  // the snapshot's rank shares (empty: none kept)
   std::exception_ptr error;
   if (comm_.rank() == 0) try {
       std::optional<std::filesystem::path> file;
@@ -531,6 +663,7 @@ void Trainer::resume() {
                e.steps};
         reals = {snap.meta.loss_scale, snap.meta.run_train_s, e.loss_sum, e.train_s, e.comm_wait_s};
         history = snap.meta.metrics_jsonl;
+        shares = snap.meta.rank_shares;
         out_ << "resume: " << file->string() << " (epoch " << p.epoch << ", step "
              << p.step_in_epoch << ", written by " << snap.meta.world_size << " rank(s))\n";
       }
@@ -551,18 +684,14 @@ void Trainer::resume() {
     comm_.broadcast(std::as_writable_bytes(std::span<double>(reals)), 0);
     if (pos[0]) {
       // Rank 0 restored into its host mirrors; they travel over MPI and go to each backend.
-      comm_.broadcast(std::as_writable_bytes(model_->host_params()), 0);
-      comm_.broadcast(std::as_writable_bytes(model_->host_buffers()), 0);
-      for (auto& [name, t] : opt_->state())
-        comm_.broadcast(
-            std::as_writable_bytes(std::span<float>(t.data(), static_cast<std::size_t>(t.numel()))),
-            0);
-      model_->push_state();
-      opt_->push_state();
-      std::int64_t len = static_cast<std::int64_t>(history.size());
-      comm_.broadcast(std::as_writable_bytes(std::span<std::int64_t>(&len, 1)), 0);
-      history.resize(static_cast<std::size_t>(len));
+      sync::broadcast_state(comm_, *model_, opt_.get());
+      std::int64_t len[2] = {static_cast<std::int64_t>(history.size()),
+                             static_cast<std::int64_t>(shares.size())};
+      comm_.broadcast(std::as_writable_bytes(std::span<std::int64_t>(len, 2)), 0);
+      history.resize(static_cast<std::size_t>(len[0]));
       comm_.broadcast(std::as_writable_bytes(std::span<char>(history.data(), history.size())), 0);
+      shares.resize(static_cast<std::size_t>(len[1]));
+      comm_.broadcast(std::as_writable_bytes(std::span<std::int64_t>(shares)), 0);
     }
   }
   if (!pos[0]) return;
@@ -576,6 +705,23 @@ void Trainer::resume() {
   run_train_s_ = reals[1];
   epoch_carry_ = {reals[2], pos[7], pos[8], pos[9], reals[3], reals[4]};
   history_ = history;
+  // train.rank_shares = auto keeps the shares the run had measured, on as many ranks and with the
+  // same global batch; otherwise it starts equal again (and a given list is the configuration's).
+  if (cfg_.train.rank_shares.word == "auto" && !shares.empty()) {
+    const bool fits =
+        std::ssize(shares) == comm_.size() &&
+        std::accumulate(shares.begin(), shares.end(), std::int64_t{0}) == global_batch_ &&
+        std::all_of(shares.begin(), shares.end(),
+                    [&](std::int64_t n) { return n >= cfg_.train.accumulate; });
+    if (fits) {
+      set_rank_shares(shares);
+      out_ << "resume: rank shares " << join(shares, " + ")
+           << " kept from the snapshot (train.rank_shares = auto)\n";
+    } else {
+      out_ << "resume: the snapshot's rank shares (" << join(shares, " + ")
+           << ") were for another world size or global batch; starting from equal shares\n";
+    }
+  }
   if (start_step_ >= steps_per_epoch_) {
     // A mid-epoch snapshot of a run with another global batch: its step count does not fit.
     throw ConfigError("snapshot position epoch " + std::to_string(start_epoch_) + " step " +
@@ -608,6 +754,8 @@ void Trainer::save(std::int64_t epoch, std::int64_t step_in_epoch) {
   meta.global_batch = global_batch_;
   meta.run_train_s = run_train_s_ + seconds_since(segment_t0_);
   if (step_in_epoch > 0) meta.epoch_progress = progress_;
+  // The shares the next epoch trains with (set_rank_shares' once given).
+  meta.rank_shares = pending_shares_.empty() ? shares_ : pending_shares_;
   if (scaler_.enabled()) {
     meta.loss_scale = scaler_.scale();
     meta.loss_scale_good_steps = scaler_.good_steps();
@@ -724,9 +872,15 @@ TrainResult Trainer::train_run(RunRecord* record) {
   out_ << "data: " << train_.size() << " training / " << test_.size() << " test samples of "
        << train_.channels() << "x" << train_.height() << "x" << train_.width() << ", "
        << train_.num_classes() << " classes; " << steps_per_epoch_
-       << " steps per epoch, global batch " << global_batch_ << " (" << comm_.size()
-       << " rank(s) x " << rank_batch_;
+       << " steps per epoch, global batch " << global_batch_ << " (";
+  if (cfg_.train.rank_shares.word == "equal" ||
+      std::adjacent_find(shares_.begin(), shares_.end(), std::not_equal_to<>()) == shares_.end())
+    out_ << comm_.size() << " rank(s) x " << shares_.front();
+  else
+    out_ << "rank shares " << join(shares_, " + ");
   if (cfg_.train.accumulate > 1) out_ << " in " << cfg_.train.accumulate << " micro-batches";
+  if (std::any_of(caps_.begin(), caps_.end(), [](std::int64_t c) { return c > 0; }))
+    out_ << "; micro-batches of at most " << join(caps_, ", ") << " sample(s)";
   out_ << ")\n";
   out_ << "run: " << run_id_ << ", segment " << segment_ << ", in " << cfg_.run.dir << "\n";
   out_.flush();
@@ -763,9 +917,23 @@ TrainResult Trainer::train_run(RunRecord* record) {
                     "optim.lr (or add warm-up) and resume from the newest snapshot in run.dir");
     }
     out_ << format_epoch_line(m) << "\n";
-    if (const auto slow = straggler_report(m.ranks, kDefaultRebalanceThreshold, false);
+    const bool auto_shares = cfg_.train.rank_shares.word == "auto";
+    if (const auto slow = straggler_report(m.ranks, cfg_.train.rebalance_threshold, auto_shares);
         !slow.empty())
       out_ << slow << "\n";
+    // rank_shares = auto: every rank decides from the same gathered table, so all take the same
+    // shares, from the next epoch on (and into the snapshot written below).
+    if (auto_shares && !last) {
+      const auto next = rebalanced_shares(m.ranks, cfg_.train.rebalance_threshold);
+      // Every micro-batch of train.accumulate needs a sample: shares below that are not taken.
+      if (next && *std::min_element(next->begin(), next->end()) >= cfg_.train.accumulate) {
+        set_rank_shares(*next);
+        out_ << "rank_shares = auto: " << shares_text(*next) << " samples per rank from epoch "
+             << epoch + 2 << " (predicted step "
+             << format_ms(predicted_step_s(*next, per_sample_times(m.ranks))) << " instead of "
+             << format_ms(predicted_step_s(rank_shares(), per_sample_times(m.ranks))) << ")\n";
+      }
+    }
     if (scaler_.enabled()) {
       char buf[96];
       std::snprintf(buf, sizeof buf, "loss scale %g, %lld overflowing step(s) skipped so far\n",

@@ -4,7 +4,7 @@
 #    with plain batch norm over the whole batch, with unequal per-rank batches and with a rank that
 #    has none (the SyncBatchNorm unit tests, run again under mpirun -np 2).
 # 2. Training: VGG with batch norm on Fashion-MNIST, 3 ranks x ~B equals 1 rank x 3B (losses to 5
-#    significant digits, weights within 1e-5). Global batch 50 splits 16/17/17, and 102 samples
+#    significant digits, weights within 1e-5). Global batch 50 splits 17/17/16, and 102 samples
 #    leave a last step of 2 samples, so one rank joins its collectives without samples. Plain batch
 #    norm on 3 ranks must differ (each rank normalises with its own statistics): the check discerns.
 # Why this seed and so short a run: batch-norm nets amplify float rounding far more than the

@@ -460,5 +460,24 @@ TEST(Snapshot, InspectShowsPositionConfigTensorsAndMetrics) {
     EXPECT_NE(text.find(needle), std::string::npos) << needle << " in\n" << text;
 }
 
+// The rank shares (train.rank_shares) travel through the file, the child that parses it and
+// inspect; files without them (written before, or by hand) read as none.
+TEST(Snapshot, RankSharesRoundTripAndAreOptional) {
+  ScratchDir dir;
+  TrainedRun a("sgd");
+  a.train(1);
+  SnapshotMeta m = meta_at(1);
+  m.rank_shares = {96, 32, 64};
+  const fs::path with = dir.path() / snapshot_name(1);
+  write_snapshot(with, a.model, *a.opt, "sgd", m);
+  EXPECT_EQ(read_snapshot(with).meta.rank_shares, (std::vector<std::int64_t>{96, 32, 64}));
+  EXPECT_NE(inspect(with).find("rank shares   96 32 64"), std::string::npos) << inspect(with);
+
+  const fs::path without = dir.path() / snapshot_name(2);
+  write_snapshot(without, a.model, *a.opt, "sgd", meta_at(2));
+  EXPECT_TRUE(read_snapshot(without).meta.rank_shares.empty());
+  EXPECT_EQ(inspect(without).find("rank shares"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ddp::ckpt

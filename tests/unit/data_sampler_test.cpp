@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "ddp/data/sampler.hpp"
@@ -134,7 +135,8 @@ TEST(DataSampler, LastShortBatchKeptOrDropped) {
 }
 
 TEST(DataSampler, ShortBatchSpreadOverRanks) {
-  // A last global batch of 2 over 3 ranks: slices [0,0), [0,1), [1,2).
+  // A last global batch of 2 over 3 ranks: slices [0,1), [1,2), [2,2) (equal remainders: the
+  // lower ranks first).
   const SamplerOptions base = opts(8, 6, 3, 0, false, false);
   std::vector<std::size_t> sizes;
   for (int r = 0; r < 3; ++r) {
@@ -146,7 +148,143 @@ TEST(DataSampler, ShortBatchSpreadOverRanks) {
     sizes.push_back(b[1].indices.size());
     EXPECT_EQ(b[1].global_size, 2);
   }
-  EXPECT_EQ(sizes, (std::vector<std::size_t>{0, 1, 1}));
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{1, 1, 0}));
+}
+
+using Sizes = std::vector<std::int64_t>;
+
+Sizes slices(std::int64_t g, const Sizes& w) {
+  return slice_sizes(g, std::span<const std::int64_t>(w));
+}
+Sizes slices(std::int64_t g, const std::vector<double>& w) {
+  return slice_sizes(g, std::span<const double>(w));
+}
+
+TEST(DataSampler, SliceSizesRoundLargestRemaindersTiesToTheLowerRank) {
+  EXPECT_EQ(slices(192, Sizes{3, 1, 2}), (Sizes{96, 32, 64}));  // exact quotas
+  EXPECT_EQ(slices(256, Sizes{1, 1, 1}), (Sizes{86, 85, 85}));  // ties: rank 0 first
+  EXPECT_EQ(slices(10, Sizes{1, 1, 1}), (Sizes{4, 3, 3}));
+  EXPECT_EQ(slices(11, Sizes{1, 1, 1}), (Sizes{4, 4, 3}));
+  // Quotas 2.33 and 4.67: the larger remainder gets the leftover sample, whatever the rank.
+  EXPECT_EQ(slices(7, Sizes{1, 2}), (Sizes{2, 5}));
+  EXPECT_EQ(slices(7, Sizes{2, 1}), (Sizes{5, 2}));
+  // Quotas 2.4, 1.2, 2.4 (sum 6): floors 2, 1, 2 and one left: ranks 0 and 2 tie, rank 0 wins.
+  EXPECT_EQ(slices(6, Sizes{2, 1, 2}), (Sizes{3, 1, 2}));
+  // Weights are proportions: scaling them changes nothing.
+  EXPECT_EQ(slices(100, Sizes{3, 1, 2}), slices(100, Sizes{300, 100, 200}));
+  // A quota below one may round to nothing (the trainer refuses that for the configured batch).
+  EXPECT_EQ(slices(2, Sizes{1, 1, 1}), (Sizes{1, 1, 0}));
+  EXPECT_EQ(slices(5, Sizes{1, 100}), (Sizes{0, 5}));
+  EXPECT_EQ(slices(0, Sizes{3, 1, 2}), (Sizes{0, 0, 0}));
+}
+
+TEST(DataSampler, SliceSizesOfRealWeights) {
+  // 0.5/0.25/0.25 of 10: quotas 5, 2.5, 2.5; the tie goes to rank 1.
+  EXPECT_EQ(slices(10, std::vector<double>{0.5, 0.25, 0.25}), (Sizes{5, 3, 2}));
+  EXPECT_EQ(slices(192, std::vector<double>{0.5, 0.25, 0.25}), (Sizes{96, 48, 48}));
+  EXPECT_EQ(slices(10, std::vector<double>{0.1, 0.2, 0.7}), (Sizes{1, 2, 7}));
+  // Whole-number weights give what the integer path gives.
+  for (std::int64_t g : {1, 5, 64, 191, 192, 193, 1000})
+    EXPECT_EQ(slices(g, std::vector<double>{3, 1, 2}), slices(g, Sizes{3, 1, 2})) << g;
+}
+
+TEST(DataSampler, SliceSizesSumToTheBatchAndStayWithinOneOfTheQuota) {
+  const std::vector<Sizes> weights = {{1}, {1, 1}, {3, 1, 2}, {5, 7, 11, 13}, {1, 1000, 3}};
+  for (const Sizes& w : weights) {
+    std::int64_t total = 0;
+    for (auto x : w) total += x;
+    for (std::int64_t g = 0; g < 300; ++g) {
+      const Sizes s = slices(g, w);
+      ASSERT_EQ(s.size(), w.size());
+      std::int64_t sum = 0;
+      for (std::size_t r = 0; r < s.size(); ++r) {
+        sum += s[r];
+        const double quota = static_cast<double>(g) * static_cast<double>(w[r]) / total;
+        EXPECT_GE(static_cast<double>(s[r]), std::floor(quota)) << g << " rank " << r;
+        EXPECT_LE(static_cast<double>(s[r]), std::floor(quota) + 1) << g << " rank " << r;
+      }
+      EXPECT_EQ(sum, g);
+    }
+  }
+}
+
+TEST(DataSampler, SliceSizesRejectNonPositiveWeights) {
+  EXPECT_THROW(slices(10, Sizes{}), ddp::ConfigError);
+  EXPECT_THROW(slices(10, Sizes{1, 0}), ddp::ConfigError);
+  EXPECT_THROW(slices(10, Sizes{1, -2}), ddp::ConfigError);
+  EXPECT_THROW(slices(10, std::vector<double>{0.5, 0.0}), ddp::ConfigError);
+  EXPECT_THROW(slices(10, std::vector<double>{0.5, std::nan("")}), ddp::ConfigError);
+}
+
+// Uneven shares: the ranks' slices, joined in rank order, are still the one-rank batch, each
+// sized as slice_sizes says, and the short last batch is cut in the same proportions.
+TEST(DataSampler, UnevenSharesTogetherEqualOneRank) {
+  const Sizes shares = {96, 32, 64};
+  for (std::int64_t n : {192, 500, 1000}) {
+    const auto single = epoch_batches(opts(n, 192, 1, 0), 3);
+    std::vector<std::vector<RankBatch>> ranks;
+    for (int r = 0; r < 3; ++r) {
+      SamplerOptions o = opts(n, 192, 3, r);
+      o.shares = shares;
+      ranks.push_back(epoch_batches(o, 3));
+      ASSERT_EQ(ranks.back().size(), single.size());
+    }
+    for (std::size_t s = 0; s < single.size(); ++s) {
+      const Sizes want = slices(single[s].global_size, shares);
+      std::vector<std::int64_t> joined;
+      std::int64_t offset = single[s].global_offset;
+      for (std::size_t r = 0; r < 3; ++r) {
+        const RankBatch& rb = ranks[r][s];
+        EXPECT_EQ(std::ssize(rb.indices), want[r]) << "n=" << n << " step " << s << " rank " << r;
+        EXPECT_EQ(rb.global_offset, offset);
+        EXPECT_EQ(rb.global_size, single[s].global_size);
+        offset += std::ssize(rb.indices);
+        joined.insert(joined.end(), rb.indices.begin(), rb.indices.end());
+      }
+      EXPECT_EQ(joined, single[s].indices) << "n=" << n << " step " << s;
+    }
+  }
+  // 500 = 2 x 192 + 116: the last batch splits 58/19/39.
+  SamplerOptions o = opts(500, 192, 3, 1);
+  o.shares = shares;
+  EXPECT_EQ(epoch_batches(o, 0).back().indices.size(), 19u);
+  EXPECT_EQ(slices(116, shares), (Sizes{58, 19, 39}));
+  o.shares = {1, 2};
+  EXPECT_THROW(epoch_batches(o, 0), ddp::ConfigError);  // two shares for three ranks
+}
+
+TEST(DataSampler, GlobalBatchSizesOfAnEpoch) {
+  EXPECT_EQ(global_batch_sizes(opts(500, 192, 3, 0)), (Sizes{192, 116}));
+  EXPECT_EQ(global_batch_sizes(opts(500, 192, 3, 0, true)), (Sizes{192}));
+  EXPECT_EQ(global_batch_sizes(opts(384, 192, 3, 0)), (Sizes{192}));
+  EXPECT_EQ(global_batch_sizes(opts(100, 192, 3, 0)), (Sizes{100}));
+  EXPECT_EQ(global_batch_sizes(opts(100, 192, 3, 0, true)), (Sizes{}));
+}
+
+// Evaluation shards: contiguous, sized by the shares, every test sample on exactly one rank, in
+// batches of at most `batch`.
+TEST(DataSampler, EvalBatchesShardByShareWithoutPadding) {
+  for (const Sizes& shares : {Sizes{}, Sizes{1, 1, 1}, Sizes{96, 32, 64}, Sizes{1, 1, 5}}) {
+    for (std::int64_t n : {0, 1, 2, 10, 1001}) {
+      std::vector<std::int64_t> seen;
+      const Sizes want = slices(n, shares.empty() ? Sizes{1, 1, 1} : shares);
+      for (int r = 0; r < 3; ++r) {
+        std::int64_t count = 0;
+        for (const RankBatch& rb : eval_batches(n, 3, r, shares, 7)) {
+          EXPECT_GE(rb.indices.size(), 1u);
+          EXPECT_LE(rb.indices.size(), 7u);
+          EXPECT_EQ(rb.global_size, std::ssize(rb.indices));
+          EXPECT_EQ(rb.global_offset, rb.indices.front());
+          count += std::ssize(rb.indices);
+          seen.insert(seen.end(), rb.indices.begin(), rb.indices.end());
+        }
+        EXPECT_EQ(count, want[static_cast<std::size_t>(r)]) << "n=" << n << " rank " << r;
+      }
+      EXPECT_EQ(seen, iota(n)) << "n=" << n;  // in order: the shards are contiguous
+    }
+  }
+  EXPECT_THROW(eval_batches(10, 3, 0, Sizes{1, 1}, 4), ddp::ConfigError);
+  EXPECT_THROW(eval_batches(10, 3, 0, Sizes{}, 0), ddp::ConfigError);
 }
 
 TEST(DataSampler, RejectsBadOptions) {

@@ -24,6 +24,7 @@ using OptimConfig = optim::Options;
 using ScheduleConfig = optim::ScheduleOptions;
 using CommConfig = sync::Options;
 using RuntimeConfig = runtime::Options;
+using WordOrNumbers = train::WordOrNumbers;
 
 struct Config : train::Setup {
   std::filesystem::path source;  // the config file ("" when none)

@@ -22,6 +22,8 @@ std::string type_label(ValueType t);  // INT, FLOAT, ... (command-line placehold
 
 // Shortest text that parses back to exactly `v` ("0.05", "1e-08").
 std::string format_float(double v);
+// Numbers as written on the command line: 0.5,0.5,0.5.
+std::string format_floats(const std::vector<double>& values);
 // A value as written on the command line: 5, 0.05, true, sgd, 0.5,0.5,0.5.
 std::string format_value(const Value& v);
 

@@ -22,14 +22,24 @@ class App;
 
 namespace ddp::app {
 
-// kIntPair: an integer for both, or [h, w] (kernel, stride, ...); kStringList: names (inputs).
-enum class ValueType { kInt, kFloat, kBool, kString, kFloatList, kIntPair, kStringList };
+// kIntPair: an integer for both, or [h, w] (kernel, stride, ...); kStringList: names (inputs);
+// kWordOrNumbers: one of the key's choices or numbers (train.rank_shares, train.max_micro_batch).
+enum class ValueType {
+  kInt,
+  kFloat,
+  kBool,
+  kString,
+  kFloatList,
+  kIntPair,
+  kStringList,
+  kWordOrNumbers
+};
 
 using IntPair = std::array<std::int64_t, 2>;
 
 // A parsed value; the alternative matches the key's ValueType.
 using Value = std::variant<std::int64_t, double, bool, std::string, std::vector<double>, IntPair,
-                           std::vector<std::string>>;
+                           std::vector<std::string>, WordOrNumbers>;
 
 // Numeric bounds (for a list: of each element); an unset side is unbounded.
 struct Range {
@@ -43,17 +53,18 @@ struct Range {
 
 // The Config field a key is stored in. The pointer's type fixes the key's ValueType, so the table
 // cannot declare a type that disagrees with the struct.
-using ConfigField =
-    std::variant<std::int64_t*, std::uint64_t*, double*, bool*, std::string*, std::vector<double>*>;
+using ConfigField = std::variant<std::int64_t*, std::uint64_t*, double*, bool*, std::string*,
+                                 std::vector<double>*, WordOrNumbers*>;
 
 struct ConfigKey {
   std::string_view name;  // "train.epochs"
   ConfigField (*field)(Config&);
   std::string_view help;                  // one line, for --help
   Range range;                            // numbers; lists: each element
-  std::vector<std::string_view> choices;  // strings: the allowed values (empty: any)
+  std::vector<std::string_view> choices;  // strings, kWordOrNumbers: the allowed words
   std::vector<std::size_t> sizes;         // lists: the allowed lengths (empty: any but 0)
   bool non_empty = false;                 // strings: "" is not allowed
+  bool whole = false;                     // numbers of a kWordOrNumbers key: integers only
 
   ValueType type() const;
   std::string_view section() const;  // "train"
@@ -66,6 +77,9 @@ struct ConfigKey {
   std::optional<std::string> check(const Value& v) const;
   Value get(const Config& c) const;
   void set(Config& c, const Value& v) const;  // v must hold the alternative of type()
+
+ private:
+  std::optional<std::string> check_word_or_numbers(const WordOrNumbers& v) const;
 };
 
 // Every configuration key, grouped by section in the order --help lists them.

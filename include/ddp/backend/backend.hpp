@@ -199,6 +199,9 @@ class Backend {
   virtual bool host_addressable() const { return device() == Device::cpu; }
   // Waits for everything enqueued so far (a device backend's ops are asynchronous).
   virtual void synchronize() {}
+  // Device memory free now, in bytes (what train.max_micro_batch = auto sizes micro-batches by);
+  // 0 where the backend computes in host memory.
+  virtual std::size_t free_memory_bytes() const { return 0; }
 
   // softmax_xent without a host round trip per call: the loss sum and correct count accumulate in
   // the backend (on the device for CUDA) until take_loss() returns and resets them, so a training

@@ -61,6 +61,9 @@ struct SnapshotMeta {
   // finishes the epoch reports it whole: loss sum, correct predictions, samples, steps, seconds of
   // training and of waiting for gradients.
   EpochProgress epoch_progress;
+  // Each rank's share of every global batch when the snapshot was written: its slice of the global
+  // batch (train.rank_shares), one per rank of world_size; empty in files written before.
+  std::vector<std::int64_t> rank_shares;
   std::int64_t format_version = kFormatVersion;  // as read; writing always writes kFormatVersion
 };
 

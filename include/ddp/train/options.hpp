@@ -4,6 +4,7 @@
 // Setup plus what only the application needs, so no room below app includes an app header.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ddp/data/options.hpp"
 #include "ddp/nn/model_options.hpp"
@@ -16,6 +17,14 @@ namespace ddp::train {
 struct RunOptions {
   std::string dir = "runs/default";  // run.dir: outputs (metrics.jsonl, snapshots)
   bool overwrite = false;            // archive another run's files found in dir and start anew
+};
+
+// A key that takes a word or numbers: train.rank_shares ("equal", "auto" or one share per rank),
+// train.max_micro_batch (a number or "auto"). Exactly one of the two is set.
+struct WordOrNumbers {
+  std::string word;             // one of the key's words, or "" when numbers are given
+  std::vector<double> numbers;  // the numbers given (empty when a word is)
+  friend bool operator==(const WordOrNumbers&, const WordOrNumbers&) = default;
 };
 
 struct Options {
@@ -32,8 +41,16 @@ struct Options {
   std::int64_t eval_every = 1;    // epochs between test evaluations (the last epoch always)
   std::int64_t global_batch = 0;  // samples per step over all ranks (0 = batch_size x ranks)
   std::int64_t accumulate = 1;    // micro-batches per optimizer step (gradients synchronised once)
-  std::string resume;             // "" (start fresh) | "auto" (newest snapshot in run.dir) | a path
-  std::int64_t keep_last = 3;     // snapshots kept in run.dir (0 = all)
+  // Each rank's share of every global batch: "equal", "auto" (equal, then measured; see
+  // train::Trainer::set_rank_shares) or one positive weight per rank ([3, 1, 2]).
+  WordOrNumbers rank_shares{"equal", {}};
+  // The largest micro-batch a rank runs (0 = no cap): a larger share runs in several micro-batches
+  // and synchronises once. "auto": none on the CPU, on a GPU what its free memory holds.
+  WordOrNumbers max_micro_batch{"", {0.0}};
+  // train.rank_shares = auto re-balances when the predicted step time improves by more than this.
+  double rebalance_threshold = 0.05;
+  std::string resume;          // "" (start fresh) | "auto" (newest snapshot in run.dir) | a path
+  std::int64_t keep_last = 3;  // snapshots kept in run.dir (0 = all)
 };
 
 struct Setup {

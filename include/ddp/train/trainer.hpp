@@ -20,6 +20,7 @@
 #include "ddp/train/batch_feed.hpp"
 #include "ddp/train/loss_scaler.hpp"
 #include "ddp/train/metrics.hpp"
+#include "ddp/train/micro_batches.hpp"
 #include "ddp/train/options.hpp"
 #include "ddp/train/rank_speed.hpp"
 #include "ddp/train/run_start.hpp"
@@ -66,6 +67,16 @@ class Trainer {
   // every rank receives the state. run() calls it; `ddp_train eval` calls it alone.
   void resume();
 
+  // Each rank's share of every global batch: its slice of the configured global batch (rank 0
+  // first; they sum to it). A short last batch of an epoch is cut in the same proportions.
+  const std::vector<std::int64_t>& rank_shares() const { return shares_; }
+  // New shares from the next epoch on (train.rank_shares = auto): one positive weight per rank,
+  // turned into slices of the configured global batch as the sampler cuts batches (largest
+  // remainders). Every rank must call it with the same weights at the same point (decide from
+  // all-reduced figures). Throws Error for a wrong count, a weight <= 0, or weights that leave a
+  // rank fewer samples than train.accumulate. Snapshots written after the call keep the new shares.
+  void set_rank_shares(const std::vector<std::int64_t>& weights);
+
   nn::Model& model() { return *model_; }
   const data::Dataset& train_set() const { return train_; }
   const data::Dataset& test_set() const { return test_; }
@@ -84,21 +95,27 @@ class Trainer {
   // weights that are not finite.
   void save(std::int64_t epoch, std::int64_t step_in_epoch);
   data::SamplerOptions sampler_options() const;
-  // Forward + backward of one rank's share of a global batch, in cfg.train.accumulate
-  // micro-batches, then the gradient all-reduce. The summed loss and correct count accumulate in
-  // the backend (take_loss).
-  void train_step(const float* images, const std::int32_t* labels, std::int64_t n,
-                  std::int64_t global_size, std::int64_t global_offset);
+  // Forward + backward of this rank's slice of a global batch in its micro-batches (step_plan),
+  // then the gradient all-reduce. The summed loss and correct count accumulate in the backend
+  // (take_loss).
+  void train_step(const data::Batch& batch);
+  // This rank's micro-batches for a global batch of `global_size` samples.
+  MicroBatchPlan step_plan(std::int64_t global_size) const;
+  // train.rank_shares as slices of the global batch; ConfigError for a list that does not fit the
+  // world or leaves a rank without a sample.
+  std::vector<std::int64_t> configured_shares() const;
+  // rank_batch_, micro_batch_ and max_micro_batches_ for the current shares and caps.
+  void size_batches();
+  // Activations, loss gradient, sample ids and batch slots for them (grown, never shrunk).
+  void reserve_batches();
+  // Shares given by set_rank_shares take effect (at an epoch's start).
+  void apply_pending_shares();
   // Rank speed (rank_speed.hpp): called where a step's forward + backward is over and the wait for
   // the gradient all-reduce begins. A device backend finishes its queued compute here (the host
   // waits right after anyway), so that the host clock tells compute from waiting.
   void settle_compute();
   // Time spent so far waiting for gradient all-reduces (overlapped and blocking).
   double grad_wait_s() const;
-  // All ranks compare their weights' digest with rank 0's; a difference names the ranks.
-  void check_replicas();
-  // Every rank's batch-norm running statistics become the mean over the ranks.
-  void average_buffers();
 
   Setup cfg_;
   comm::Communicator& comm_;
@@ -110,7 +127,7 @@ class Trainer {
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<optim::Optimizer> opt_;
   std::unique_ptr<optim::LrSchedule> sched_;
-  std::unique_ptr<sync::GradientSync> sync_;
+  std::unique_ptr<sync::GradientSync> sync_;  // accumulation and all-reduce (one rank too)
   // model.sync_batchnorm on more than one rank: batch statistics summed over the ranks.
   std::unique_ptr<sync::CommBatchStatsReducer> bn_reducer_;
   std::unique_ptr<BatchFeed> feed_;  // batches into the backend's memory
@@ -119,16 +136,20 @@ class Trainer {
   // inf at that global step, an overflow the loss scaler must catch on every rank.
   int fault_inf_rank_ = -1;
   std::int64_t fault_inf_step_ = -1;
-  std::int64_t global_batch_ = 0;  // samples per optimizer step over all ranks
-  std::int64_t rank_batch_ = 0;    // the largest share of one rank
-  std::int64_t micro_batch_ = 0;   // the largest micro-batch (rank_batch_ / accumulate, rounded up)
-  Tensor accum_;                   // gradient accumulator over micro-batches
+  std::int64_t global_batch_ = 0;             // samples per optimizer step over all ranks
+  std::vector<std::int64_t> shares_;          // every rank's slice of the global batch
+  std::vector<std::int64_t> pending_shares_;  // set_rank_shares' for the next epoch (or empty)
+  std::vector<std::int64_t> caps_;            // every rank's micro-batch cap (0: none)
+  bool same_micro_count_ = false;             // sync batch norm on several ranks: all run as many
+  std::int64_t rank_batch_ = 0;               // the largest slice this rank trains
+  std::int64_t micro_batch_ = 0;              // the largest micro-batch this rank runs
+  std::int64_t max_micro_batches_ = 1;        // the most micro-batches of one step on this rank
+  std::int64_t feed_batch_ = 0;               // the batch slots' size
   std::vector<std::int64_t> sample_ids_;
   std::int64_t steps_per_epoch_ = 0;
   std::int64_t global_step_ = 0;
   std::int64_t samples_seen_ = 0;
-  double blocking_wait_s_ = 0.0;  // all-reduce time without overlap (comm.overlap = false)
-  StepMeter step_meter_;          // this rank's step times (rank_speed.hpp)
+  StepMeter step_meter_;                       // this rank's step times (rank_speed.hpp)
   std::vector<runtime::RankInfo> rank_table_;  // ComputePlace::ranks
   // The stop flag being summed over the ranks during the next step (see train_epoch). A member:
   // the buffer of a non-blocking all-reduce must outlive it.

@@ -304,6 +304,12 @@ class CudaBackendImpl final : public CudaBackend {
   void copy_waits_for_compute() override { ctx_->copy_waits_for_compute(); }
   void wait_uploads() override { ctx_->wait_uploads(); }
   std::size_t workspace_bytes() const override { return ctx_->workspace_size(); }
+  std::size_t free_memory_bytes() const override {
+    cuda::DeviceGuard guard(ctx_->device());
+    std::size_t free = 0, total = 0;
+    DDP_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return free;
+  }
 
   Tensor alloc(Shape shape) override {
     const std::int64_t n = shape.numel();
