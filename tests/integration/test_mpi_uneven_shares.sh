@@ -56,6 +56,21 @@ grep -q "micro-batches of at most 40, 40, 40 sample(s)" "$WORK/np3_cap.log" \
   || { cat "$WORK/np3_cap.log"; fail "the micro-batch cap is not reported"; }
 same np1 np3_cap
 
+# rank_shares = auto, with a re-balancing threshold of 0: after epoch 1 the measured speeds (however
+# noisy) give new shares for epoch 2, and whatever they are, the run still equals 1 rank.
+run np3_auto 3 --train.rank_shares auto --train.rebalance_threshold 0
+grep -q "^rank_shares = auto: [0-9]*/[0-9]*/[0-9]* samples per rank from epoch 2" "$WORK/np3_auto.log" \
+  || { cat "$WORK/np3_auto.log"; fail "rank_shares = auto did not re-balance after epoch 1"; }
+/usr/bin/python3 - "$WORK/np3_auto/metrics.jsonl" <<'PY' || fail "the ranks arrays do not show the shares taken"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"ranks"' in l]
+shares = [[r["share"] for r in row["ranks"]] for row in rows]
+assert len(shares) == 2 and all(sum(s) == 192 and min(s) >= 1 for s in shares), shares
+assert shares[0] == [64, 64, 64], shares
+print("  auto shares per epoch:", shares)
+PY
+same np1 np3_auto
+
 # 3. Evaluation shards follow the shares (100/34/167 of 301 test samples) and count each sample once.
 for np in 1 3; do
   mpirun_local -np $np "$BIN" eval --snapshot "$WORK/np1/snapshot_e0002.h5" "${common[@]}" \
