@@ -115,7 +115,7 @@ int run_pack(PackCommand& cmd, int world_size, std::ostream& out) {
                              std::to_string(s.width)
                        : std::to_string(s.channels) + " channel(s), mixed sizes")
       << ", " << cmd.encoding << ") into " << cmd.output << ": " << mib(s.file_bytes) << " ("
-      << mib(s.payload_bytes) << " of pixel data) in " << std::fixed << std::setprecision(1)
+      << mib(s.payload_bytes) << " of image data) in " << std::fixed << std::setprecision(1)
       << s.seconds << " s";
   if (!s.skipped.empty()) out << "; skipped " << s.skipped.size();
   out << "\n";
