@@ -3,11 +3,8 @@
 # file and the sample, chunk or line, a non-zero exit, and no file left under the output name (nor
 # a temporary one). Also an interrupted pack (SIGINT) leaves nothing behind.
 source "$(dirname "$0")/lib.sh"
-PY=""
-for candidate in python3 /usr/bin/python3; do
-  if "$candidate" -c "import PIL, h5py, numpy" 2> /dev/null; then PY=$candidate; break; fi
-done
-[ -n "$PY" ] || skip "no python3 with PIL, h5py and numpy (apt install python3-pil python3-h5py)"
+source "$(dirname "$0")/pack/find_python.sh"
+find_python PIL h5py numpy
 T=$SRC/tests/integration/pack
 D=$WORK/in
 "$PY" "$T/make_bad.py" "$D"

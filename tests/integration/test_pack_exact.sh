@@ -5,11 +5,8 @@
 # with the same seed. data.train_limit takes the first N samples, so the original run uses it and
 # the packed files hold exactly those N.
 source "$(dirname "$0")/lib.sh"
-PY=""
-for candidate in python3 /usr/bin/python3; do
-  if "$candidate" -c "import PIL, h5py, numpy" 2> /dev/null; then PY=$candidate; break; fi
-done
-[ -n "$PY" ] || skip "no python3 with PIL, h5py and numpy (apt install python3-pil python3-h5py)"
+source "$(dirname "$0")/pack/find_python.sh"
+find_python PIL h5py numpy
 if [ -f "$CIFAR/test_batch.bin" ]; then
   kind=cifar10 root=$CIFAR model=lenet orig=(--data.dataset cifar10 --data.root "$CIFAR")
 elif [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ]; then

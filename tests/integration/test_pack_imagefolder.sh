@@ -6,11 +6,8 @@
 # pack holds each file's bytes, and training from the encoded pack equals training from the raw
 # one (the reader decodes to the same pixels).
 source "$(dirname "$0")/lib.sh"
-PY=""
-for candidate in python3 /usr/bin/python3; do
-  if "$candidate" -c "import PIL, h5py, numpy, torchvision" 2> /dev/null; then PY=$candidate; break; fi
-done
-[ -n "$PY" ] || skip "no python3 with PIL, h5py, numpy and torchvision (apt install python3-pil python3-h5py python3-torchvision)"
+source "$(dirname "$0")/pack/find_python.sh"
+find_python PIL h5py numpy torchvision
 T=$SRC/tests/integration/pack
 "$PY" "$T/make_folder.py" "$WORK/folder"
 pack() {  # pack NAME ARGS...
