@@ -12,7 +12,10 @@
 
 #include "ddp/app/config_detail.hpp"
 #include "ddp/app/config_schema.hpp"
+#include "ddp/backend/cpu_backend.hpp"
+#include "ddp/data/packed_format.hpp"
 #include "ddp/error.hpp"
+#include "ddp/nn/memory_estimate.hpp"
 
 namespace ddp::app {
 namespace {
@@ -30,14 +33,22 @@ using detail::parse_text;
 using detail::same_layers;
 using detail::type_noun;
 
-std::int64_t dataset_classes(std::string_view dataset) {
-  return dataset == "cifar100" ? 100 : 10;
-}
-std::int64_t dataset_channels(std::string_view dataset) {
-  return dataset == "mnist" || dataset == "fashion_mnist" ? 1 : 3;
-}
-std::int64_t dataset_side(std::string_view dataset) {
-  return dataset == "mnist" || dataset == "fashion_mnist" ? 28 : 32;
+// What the model is built for: fixed per built-in dataset; for packed files, read from the
+// training file's header, so any class count and image size.
+struct DatasetShape {
+  std::int64_t classes = 10, channels = 3, side = 32;
+};
+DatasetShape dataset_shape(const data::Options& d) {
+  if (d.dataset == "packed") {
+    if (d.train_file.empty() || d.test_file.empty())
+      throw ConfigError(
+          "data.dataset = \"packed\" reads data.train_file and data.test_file "
+          "(files made by ddp_train pack); set both");
+    const auto h = data::packed::read_header(d.train_file);
+    return {static_cast<std::int64_t>(h.classes.size()), h.channels, std::max(h.height, h.width)};
+  }
+  if (d.dataset == "mnist" || d.dataset == "fashion_mnist") return {10, 1, 28};
+  return {d.dataset == "cifar100" ? 100 : 10, 3, 32};
 }
 
 std::vector<std::string> all_key_names() {
@@ -166,7 +177,7 @@ class Loader {
     model.layers = std::move(*file_layers_);
 
     const auto& last = model.layers.back();
-    const auto classes = dataset_classes(cfg_.data.dataset);
+    const auto classes = dataset_shape(cfg_.data).classes;
     if (last.type == "linear" && last.out_features != classes) {
       throw ConfigError(at(last.line) + ": " + layer_label(model.layers.size() - 1, last) +
                         ": out_features = " + std::to_string(last.out_features) +
@@ -176,6 +187,7 @@ class Loader {
   }
 
   void cross_check() const {
+    if (cfg_.data.dataset == "packed") check_packed_files();
     const auto& s = cfg_.schedule;
     const auto& o = cfg_.optim;
     if (s.warmup_epochs > static_cast<double>(cfg_.train.epochs)) {
@@ -192,7 +204,7 @@ class Loader {
     if (o.name == "sgd" && o.nesterov && o.momentum == 0.0)
       fail("optim.nesterov", "needs optim.momentum > 0");
     if (cfg_.data.normalize == "config") {
-      const auto channels = static_cast<std::size_t>(dataset_channels(cfg_.data.dataset));
+      const auto channels = static_cast<std::size_t>(dataset_shape(cfg_.data).channels);
       for (const char* name : {"data.mean", "data.std"}) {
         const auto n = std::get<std::vector<double>>(find_config_key(name)->get(cfg_)).size();
         if (n != 1 && n != channels) {
@@ -205,6 +217,38 @@ class Loader {
 
  private:
   std::string at(int line) const { return file_ + ":" + std::to_string(line); }
+
+  // Packed files are checked here, from their headers, so that a mismatch names the file: the two
+  // splits must agree, and the model must take the images (otherwise the error would name only a
+  // layer).
+  void check_packed_files() const {
+    const auto& d = cfg_.data;
+    const auto train = data::packed::read_header(d.train_file);
+    const auto test = data::packed::read_header(d.test_file);
+    const auto dims = [](const data::packed::Header& h) {
+      return std::to_string(h.channels) + "x" + std::to_string(h.height) + "x" +
+             std::to_string(h.width) + " in " + std::to_string(h.classes.size()) + " classes";
+    };
+    if (test.channels != train.channels || test.height != train.height ||
+        test.width != train.width || test.classes != train.classes)
+      throw ConfigError("data.test_file = '" + d.test_file + "' holds images " + dims(test) +
+                        ", data.train_file = '" + d.train_file + "' holds " + dims(train) +
+                        " (or other class names): both splits must have the same channels, size "
+                        "and classes (pack both with the same --size, from folders with the same "
+                        "class folders)");
+    if (!train.fixed_size()) return;  // refused when read, with its own message
+    try {
+      const auto be = backend::make_cpu_backend();
+      nn::estimate_memory(cfg_.model.layers, Shape{train.channels, train.height, train.width}, *be);
+    } catch (const ConfigError& e) {
+      throw ConfigError("data.train_file = '" + d.train_file + "' holds " +
+                        std::to_string(train.channels) + "x" + std::to_string(train.height) + "x" +
+                        std::to_string(train.width) +
+                        " images, which the model does not take (pack it with --size HxW for "
+                        "this model, or choose another model): " +
+                        e.what());
+    }
+  }
 
   std::string read_text(const fs::path& path) const {
     std::error_code ec;
@@ -313,9 +357,10 @@ std::optional<std::string> detail::nearest_key(const std::string& name) {
 PresetOptions preset_options(const Config& cfg) {
   PresetOptions o;
   o.stem = cfg.model.stem;
-  o.image_side = dataset_side(cfg.data.dataset);
+  const DatasetShape shape = dataset_shape(cfg.data);
+  o.image_side = shape.side;
   o.zero_init_residual = cfg.model.zero_init_residual;
-  o.classes = dataset_classes(cfg.data.dataset);
+  o.classes = shape.classes;
   return o;
 }
 

@@ -203,9 +203,15 @@ const std::vector<ConfigKey>& config_keys() {
        .help = "start a new run in a run.dir that holds another run: its files move to "
                "run.dir/archive/<its run id>/"},
 
-      {DDP_KEY(data, dataset), .help = "dataset format and class count",
-       .choices = {"cifar10", "cifar100", "mnist", "fashion_mnist"}},
+      {DDP_KEY(data, dataset),
+       .help = "dataset format and class count; packed = files made by ddp_train pack "
+               "(data.train_file, data.test_file)",
+       .choices = {"cifar10", "cifar100", "mnist", "fashion_mnist", "packed"}},
       {DDP_KEY(data, root), .help = "directory holding the dataset files"},
+      {DDP_KEY(data, train_file),
+       .help = "data.dataset = packed: the packed training file (ddp_train pack --output)"},
+      {DDP_KEY(data, test_file),
+       .help = "data.dataset = packed: the packed test file (ddp_train pack --output)"},
       {DDP_KEY(data, normalize),
        .help = "pixel normalisation: config = data.mean/std, dataset = computed from the training "
                "set, none = [0,1]",

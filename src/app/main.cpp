@@ -5,6 +5,7 @@
 //   ddp_train eval --snapshot FILE --config FILE             test-set accuracy of a snapshot
 //   ddp_train diff A.h5 B.h5                                 largest relative weight difference
 //   ddp_train doctor [--config FILE]                         check a launch before training
+//   ddp_train pack --format F --input PATH --output FILE.h5  pack images into one HDF5 file
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include "ddp/app/config_agreement.hpp"
 #include "ddp/app/config_schema.hpp"
 #include "ddp/app/doctor.hpp"
+#include "ddp/app/pack_command.hpp"
 #include "ddp/app/threads.hpp"
 #include "ddp/backend/cuda_backend.hpp"
 #include "ddp/ckpt/snapshot.hpp"
@@ -228,6 +230,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   doctor->add_flag("--no-sweep", no_sweep, "skip the bandwidth sweep");
+  ddp::app::PackCommand pack_cmd;
+  auto* pack = ddp::app::add_pack_command(app, pack_cmd);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -250,6 +254,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*diff) return run_diff(diff_a, diff_b, out);
+    if (*pack) return ddp::app::run_pack(pack_cmd, rt.size(), std::cout);
     if (*doctor) {
       // The doctor reports a mis-launch as one of its checks instead of refusing to run.
       const auto cfg = ddp::app::load_config(config_path, overrides);

@@ -1,27 +1,19 @@
 #pragma once
-// POSIX pieces of the atomic write: writing a file durably, fsync of a directory, the temporary
-// name, errno text.
-#include <cstddef>
-#include <filesystem>
+// The snapshot side of the atomic write: the generic POSIX pieces (ddp/io/durable_file.hpp) under
+// the names ckpt has always used, and which temporary names are ours to clean up.
 #include <string>
+
+#include "ddp/io/durable_file.hpp"
 
 namespace ddp::ckpt {
 
-// Creates (or truncates) p, writes the bytes, fsyncs and closes it. Returns "" on success, else
-// what failed and why ("writing <name>: No space left on device").
-std::string write_durably(const std::filesystem::path& p, const void* data, std::size_t size);
-
-// Flushes p (a file or a directory) to stable storage. Returns 0 or the errno of the failure.
-int fsync_path(const std::filesystem::path& p);
-
-// "<dir>/.<name>.tmp.<pid>": hidden, in the same directory (rename is atomic only within one file
-// system) and unique per writer process.
-std::filesystem::path temp_path_for(const std::filesystem::path& file);
+using io::errno_text;
+using io::fsync_path;
+using io::temp_path_for;
+using io::write_durably;
 
 // True for names temp_path_for produces for snapshot files and the run directory's other files,
 // "*.tmp.<pid>" in *pid.
 bool is_temp_name(const std::string& name, long* pid);
-
-std::string errno_text(int err);
 
 }  // namespace ddp::ckpt

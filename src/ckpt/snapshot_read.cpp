@@ -12,7 +12,7 @@
 #include "ddp/error.hpp"
 #include "file_header.hpp"
 #include "forked_call.hpp"
-#include "h5_io.hpp"
+#include "ddp/h5/io.hpp"
 #include "snapshot_codec.hpp"
 #include "snapshot_layout.hpp"
 

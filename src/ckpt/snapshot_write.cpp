@@ -8,7 +8,7 @@
 #include "ddp/error.hpp"
 #include "durable_file.hpp"
 #include "file_header.hpp"
-#include "h5_io.hpp"
+#include "ddp/h5/io.hpp"
 #include "snapshot_layout.hpp"
 
 namespace ddp::ckpt {

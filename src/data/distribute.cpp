@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -41,7 +42,7 @@ void bcast_bytes(std::uint8_t* p, std::size_t n, MPI_Comm comm) {
           "MPI_Bcast");
 }
 
-Dataset broadcast_dataset(const std::string& name, const std::filesystem::path& root, Split split) {
+Dataset broadcast_dataset(const std::function<Dataset()>& read) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   Header hdr;
@@ -49,7 +50,7 @@ Dataset broadcast_dataset(const std::string& name, const std::filesystem::path& 
   std::string error;
   if (rank == 0) {
     try {
-      local = read_dataset(name, root, split);
+      local = read();
       hdr.ok = 1;
       hdr.n = local->size();
       hdr.c = local->channels();
@@ -111,8 +112,16 @@ Dataset broadcast_dataset(const std::string& name, const std::filesystem::path& 
 Dataset load_distributed(const std::string& name, const std::filesystem::path& root, Split split,
                          const std::string& distribute) {
   if (distribute == "each-reads") return read_dataset(name, root, split);
-  if (distribute == "broadcast") return broadcast_dataset(name, root, split);
+  if (distribute == "broadcast")
+    return broadcast_dataset([&] { return read_dataset(name, root, split); });
   throw ConfigError("data.distribute = '" + distribute + "': expected each-reads or broadcast");
+}
+
+Dataset load_distributed(const Options& opt, Split split) {
+  if (opt.distribute == "broadcast")
+    return broadcast_dataset([&] { return read_dataset(opt, split); });
+  if (opt.distribute == "each-reads") return read_dataset(opt, split);
+  throw ConfigError("data.distribute = '" + opt.distribute + "': expected each-reads or broadcast");
 }
 
 }  // namespace ddp::data

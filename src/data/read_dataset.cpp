@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <string>
 
+#include "ddp/data/packed_reader.hpp"
 #include "ddp/data/readers.hpp"
 #include "ddp/error.hpp"
 #include "file_io.hpp"
@@ -10,7 +11,21 @@ namespace ddp::data {
 
 namespace fs = std::filesystem;
 
+Dataset read_dataset(const Options& opt, Split split) {
+  if (opt.dataset != "packed") return read_dataset(opt.dataset, opt.root, split);
+  const std::string& file = split == Split::train ? opt.train_file : opt.test_file;
+  if (file.empty())
+    throw ConfigError(std::string(split == Split::train ? "data.train_file" : "data.test_file") +
+                      " is not set; data.dataset = \"packed\" reads the files made by ddp_train "
+                      "pack");
+  return read_packed(file);
+}
+
 Dataset read_dataset(const std::string& name, const fs::path& root, Split split) {
+  if (name == "packed")
+    throw ConfigError(
+        "internal: data.dataset = \"packed\" is read from data.train_file and "
+        "data.test_file, which this caller does not pass");
   if (name == "cifar10") return read_cifar10(root, split);
   if (name == "cifar100") return read_cifar100(root, split);
   if (name == "mnist") return read_mnist_dir(root, split);
@@ -42,11 +57,11 @@ Dataset read_dataset(const std::string& name, const fs::path& root, Split split)
     return out;
   };
   std::string hint;
-  for (const char* valid : {"cifar10", "cifar100", "mnist", "fashion_mnist"}) {
+  for (const char* valid : {"cifar10", "cifar100", "mnist", "fashion_mnist", "packed"}) {
     if (squash(name) == squash(valid)) hint = std::string(" (did you mean '") + valid + "'?)";
   }
   throw DataError("unknown dataset '" + name + "'" + hint +
-                  "; valid names are: cifar10, cifar100, mnist, fashion_mnist");
+                  "; valid names are: cifar10, cifar100, mnist, fashion_mnist, packed");
 }
 
 }  // namespace ddp::data

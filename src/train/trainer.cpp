@@ -121,8 +121,8 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
   if (be_->device() != Device::cpu && comm.size() > 1 && !place.grad_comm)
     throw Error("internal: a GPU trainer over several ranks needs a device communicator (NCCL)");
   const auto& d = cfg_.data;
-  train_ = data::load_distributed(d.dataset, d.root, data::Split::train, d.distribute);
-  test_ = data::load_distributed(d.dataset, d.root, data::Split::test, d.distribute);
+  train_ = data::load_distributed(d, data::Split::train);
+  test_ = data::load_distributed(d, data::Split::test);
   if (d.train_limit > 0 && d.train_limit < train_.size()) train_ = train_.head(d.train_limit);
   if (d.test_limit > 0 && d.test_limit < test_.size()) test_ = test_.head(d.test_limit);
   // The model reads training-sized images; a test split of another size or class count would be

@@ -8,6 +8,7 @@
 
 #include "ddp/app/config.hpp"
 #include "ddp/app/config_schema.hpp"
+#include "ddp/data/packed_writer.hpp"
 
 namespace ddp::app {
 namespace {
@@ -22,6 +23,24 @@ Config load(const char* name) {
   return load_config(configs_dir() / name, {});
 }
 
+// Configs of data.dataset = "packed" read the class count and image size from their files: real
+// packed files (one 3x64x64 image, 3 classes) stand in for the user's.
+Overrides packed_files_for(const fs::path& config) {
+  std::ifstream in(config);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.find("dataset = \"packed\"") == std::string::npos) return {};
+  const fs::path file = fs::temp_directory_path() / "ddp_config_files_test_packed.h5";
+  data::packed::Header h;
+  h.channels = 3;
+  h.height = h.width = 64;
+  h.source = "config_files_test";
+  h.classes = {"a", "b", "c"};
+  data::PackedWriter w(file, h);
+  w.add(std::vector<std::uint8_t>(3 * 64 * 64, 7), 0, 64, 64);
+  w.commit();
+  return {{"data.train_file", file.string()}, {"data.test_file", file.string()}};
+}
+
 TEST(ConfigFiles, EveryConfigLoadsAndRoundTrips) {
   int count = 0;
   for (const auto& entry : fs::directory_iterator(configs_dir())) {
@@ -29,7 +48,8 @@ TEST(ConfigFiles, EveryConfigLoadsAndRoundTrips) {
     ++count;
     SCOPED_TRACE(entry.path().string());
     Config c;
-    ASSERT_NO_THROW(c = load_config(entry.path(), {}));
+    const Overrides packed = packed_files_for(entry.path());
+    ASSERT_NO_THROW(c = load_config(entry.path(), packed));
     const fs::path copy =
         fs::temp_directory_path() / ("ddp_config_files_test_" + entry.path().filename().string());
     std::ofstream(copy) << c.resolved_toml;
@@ -38,6 +58,15 @@ TEST(ConfigFiles, EveryConfigLoadsAndRoundTrips) {
     EXPECT_EQ(again.resolved_toml, c.resolved_toml);
   }
   EXPECT_GE(count, 4);
+}
+
+TEST(ConfigFiles, ImagefolderResnet18SizesItsHeadFromThePackedFile) {
+  const fs::path path = configs_dir() / "imagefolder_resnet18.toml";
+  const Config c = load_config(path, packed_files_for(path));
+  EXPECT_EQ(c.data.dataset, "packed");
+  EXPECT_EQ(c.model.preset, "resnet18");
+  EXPECT_EQ(c.model.stem, "auto");
+  EXPECT_EQ(c.model.layers.back().out_features, 3);  // the file's three classes
 }
 
 TEST(ConfigFiles, FashionMnist) {

@@ -14,5 +14,7 @@ namespace ddp::data {
 // under "broadcast" reaches every rank as a DataError that says rank 0 failed and why.
 Dataset load_distributed(const std::string& name, const std::filesystem::path& root, Split split,
                          const std::string& distribute);
+// The same from the [data] options, packed files included.
+Dataset load_distributed(const Options& opt, Split split);
 
 }  // namespace ddp::data

@@ -8,8 +8,11 @@
 namespace ddp::data {
 
 struct Options {
-  std::string dataset = "cifar10";  // cifar10 | cifar100 | mnist | fashion_mnist
+  std::string dataset = "cifar10";  // cifar10 | cifar100 | mnist | fashion_mnist | packed
   std::string root;                 // directory holding the dataset files
+  // data.dataset = "packed": the files made by `ddp_train pack` (docs/dataset_format.md).
+  std::string train_file;
+  std::string test_file;
   // Normalisation on the [0,1] pixel scale: "config" uses mean/std below, "dataset" computes
   // per-channel mean/std from the training set, "none" leaves pixels in [0,1].
   std::string normalize = "config";

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ddp/data/dataset.hpp"
+#include "ddp/data/options.hpp"
 
 namespace ddp::data {
 
@@ -23,5 +24,7 @@ Dataset read_mnist_dir(const std::filesystem::path& root, Split split);
 
 // Dispatch on the configured dataset name: cifar10 | cifar100 | mnist | fashion_mnist.
 Dataset read_dataset(const std::string& name, const std::filesystem::path& root, Split split);
+// The same, and "packed": data.train_file / data.test_file (packed_reader.hpp).
+Dataset read_dataset(const Options& opt, Split split);
 
 }  // namespace ddp::data

@@ -6,7 +6,7 @@
 
 #include <utility>
 
-namespace ddp::ckpt::h5 {
+namespace ddp::h5 {
 
 template <herr_t (*Close)(hid_t)>
 class Id {
@@ -71,4 +71,4 @@ class QuietErrors {
   void* data_ = nullptr;
 };
 
-}  // namespace ddp::ckpt::h5
+}  // namespace ddp::h5

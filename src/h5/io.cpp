@@ -1,6 +1,6 @@
-#include "h5_io.hpp"
+#include "ddp/h5/io.hpp"
 
-namespace ddp::ckpt::h5 {
+namespace ddp::h5 {
 namespace {
 
 constexpr int kMaxRank = 8;
@@ -291,4 +291,4 @@ std::string get_attr_string(hid_t file, const std::string& path, const char* nam
                            [&](hid_t mem, char* buf) { return H5Aread(a, mem, buf); });
 }
 
-}  // namespace ddp::ckpt::h5
+}  // namespace ddp::h5

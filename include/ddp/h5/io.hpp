@@ -1,16 +1,17 @@
 #pragma once
-// Typed helpers over the HDF5 C API for the snapshot layout: float32 tensors, scalar attributes,
-// string datasets, group listing. Paths are absolute ("/model/conv1/weight").
-// Every failure throws h5::Failure saying what was being done and why; the callers add the file
-// name and choose the error type (SystemError when writing, DataError when reading).
+// Typed helpers over the HDF5 C API, shared by the snapshot layout (ckpt) and the packed dataset
+// format (data): float32 tensors, scalar attributes, string datasets, group listing. Paths are
+// absolute ("/model/conv1/weight"). Every failure throws h5::Failure saying what was being done and
+// why; the callers add the file name and choose the error type (SystemError when writing, DataError
+// when reading).
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "h5_handles.hpp"
+#include "ddp/h5/handles.hpp"
 
-namespace ddp::ckpt::h5 {
+namespace ddp::h5 {
 
 class Failure : public std::runtime_error {
  public:
@@ -63,4 +64,4 @@ void set_attr_i64s(hid_t file, const std::string& path, const char* name,
                    const std::vector<std::int64_t>& values);
 std::vector<std::int64_t> get_attr_i64s(hid_t file, const std::string& path, const char* name);
 
-}  // namespace ddp::ckpt::h5
+}  // namespace ddp::h5

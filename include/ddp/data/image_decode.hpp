@@ -1,0 +1,29 @@
+#pragma once
+// JPEG and PNG decoding with the maintained libraries: libjpeg-turbo's TurboJPEG API (the same
+// settings as Pillow's defaults: accurate integer IDCT, fancy upsampling, so pixels are bit-equal
+// to PIL's) and libpng's simplified API. The file type is told by its magic bytes, not its name.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ddp::data {
+
+// A decoded image: uint8, planar CHW (the layout of Dataset and of packed raw files).
+struct Image {
+  std::int64_t channels = 0, height = 0, width = 0;
+  std::vector<std::uint8_t> pixels;
+};
+
+// True when the bytes start like a JPEG (FF D8 FF) or a PNG (89 'P' 'N' 'G').
+bool is_jpeg(std::span<const std::uint8_t> bytes);
+bool is_png(std::span<const std::uint8_t> bytes);
+
+// Decodes a JPEG or PNG. `channels` is what the set holds: 3 (RGB), 1 (grey) or 0 (whatever this
+// image stores: 1 for grey, 3 for colour). Throws DataError starting with `name` when the bytes
+// are not a JPEG/PNG, are corrupt or truncated, are CMYK, are 16-bit PNG, or are grey in an RGB
+// set / colour in a grey set (both are refused rather than converted: a mixed folder is usually a
+// mistake worth seeing). An alpha channel is dropped, as PIL's convert("RGB") does.
+Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name, int channels);
+
+}  // namespace ddp::data

@@ -1,0 +1,41 @@
+#pragma once
+// `ddp_train pack`: a source (image folder, CSV list, NumPy arrays, a built-in dataset) into one
+// packed dataset file. Files are read and decoded on several threads, in a bounded window ahead
+// of the writer, and written in the source's order.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ddp/data/packed_format.hpp"
+#include "ddp/data/readers.hpp"
+
+namespace ddp::data {
+
+struct PackOptions {
+  std::string format;  // imagefolder | csv | npy | cifar10 | cifar100 | mnist | fashion_mnist
+  std::string input;   // a path, or IMAGES.npy,LABELS.npy
+  std::filesystem::path output;
+  packed::Encoding encoding = packed::Encoding::raw;
+  std::int64_t height = 0, width = 0;  // --size (raw): resize every image to it; 0 = keep
+  Split split = Split::train;          // for the built-in datasets
+  bool skip_bad = false;               // skip undecodable / mismatched images, list them
+  int channels = 0;                    // 1 or 3; 0 = those of the first image
+  int threads = 0;                     // 0 = std::thread::hardware_concurrency()
+  // Called from the packing thread after each sample (done, total).
+  std::function<void(std::int64_t, std::int64_t)> progress;
+  // Polled after each sample: true stops the pack (SIGINT/SIGTERM), leaving no output file.
+  std::function<bool()> cancelled;
+};
+
+struct PackSummary {
+  std::int64_t samples = 0, classes = 0, channels = 0, height = 0, width = 0;  // 0x0: mixed sizes
+  std::uint64_t payload_bytes = 0, file_bytes = 0;
+  double seconds = 0;
+  std::vector<std::string> skipped;  // "file: why", with --skip-bad
+};
+
+PackSummary pack(const PackOptions& opt);
+
+}  // namespace ddp::data

@@ -1,0 +1,78 @@
+// The built-in datasets as pack sources, and the --format dispatch.
+#include <fstream>
+
+#include "ddp/data/pack_source.hpp"
+#include "ddp/error.hpp"
+#include "file_io.hpp"
+
+namespace ddp::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Class names from the text file the dataset ships (CIFAR's batches.meta.txt,
+// fine_label_names.txt), when it is there and has one name per class; else "0", "1", ...
+std::vector<std::string> class_names(const fs::path& names_file, int classes) {
+  std::vector<std::string> names;
+  std::ifstream in(names_file);
+  for (std::string line; std::getline(in, line);) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (!line.empty()) names.push_back(line);
+  }
+  if (static_cast<int>(names.size()) == classes) return names;
+  names.clear();
+  for (int k = 0; k < classes; ++k) names.push_back(std::to_string(k));
+  return names;
+}
+
+}  // namespace
+
+PackSource load_builtin(const std::string& format, const fs::path& root, Split split) {
+  Dataset ds;
+  std::vector<std::string> classes;
+  if (format == "cifar10") {
+    ds = read_cifar10(root, split);
+    classes = class_names(root / "batches.meta.txt", 10);
+  } else if (format == "cifar100") {
+    ds = read_cifar100(root, split);
+    classes = class_names(root / "fine_label_names.txt", 100);
+  } else if (format == "mnist") {
+    ds = read_mnist_dir(root, split);
+    classes = class_names({}, 10);
+  } else if (format == "fashion_mnist") {
+    ds = read_mnist_dir(root, split);
+    classes = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+               "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  } else {
+    throw ConfigError("internal: no built-in dataset '" + format + "'");
+  }
+  PackSource src;
+  src.description = format + (split == Split::train ? "-train:" : "-test:") +
+                    fs::absolute(root).lexically_normal().string();
+  src.classes = std::move(classes);
+  src.channels = ds.channels();
+  src.height = ds.height();
+  src.width = ds.width();
+  src.pixels.assign(ds.pixels().begin(), ds.pixels().end());
+  src.labels.assign(ds.labels().begin(), ds.labels().end());
+  return src;
+}
+
+PackSource load_pack_source(const std::string& format, const std::string& input, Split split) {
+  if (format == "imagefolder") return list_image_folder(input);
+  if (format == "csv") return list_csv(input);
+  if (format == "npy") {
+    const auto comma = input.find(',');
+    if (comma == std::string::npos || input.find(',', comma + 1) != std::string::npos)
+      throw ConfigError("pack --format npy: --input '" + input +
+                        "' must be two files, IMAGES.npy,LABELS.npy");
+    return load_npy(input.substr(0, comma), input.substr(comma + 1));
+  }
+  if (format == "cifar10" || format == "cifar100" || format == "mnist" || format == "fashion_mnist")
+    return load_builtin(format, input, split);
+  throw ConfigError("pack: unknown --format '" + format +
+                    "'; expected imagefolder, csv, npy, cifar10, cifar100, mnist or fashion_mnist");
+}
+
+}  // namespace ddp::data

@@ -1,0 +1,12 @@
+# Sourced by the test_pack_*.sh scripts after lib.sh: sets PY to a python3 that imports every module
+# named, or skips the test saying which to install. python3 may be another installation (pyenv)
+# than Debian's, which has the packages.
+find_python() {  # find_python MODULE...
+  local candidate modules
+  modules=$(IFS=,; echo "$*")
+  PY=""
+  for candidate in python3 /usr/bin/python3; do
+    if "$candidate" -c "import $modules" 2> /dev/null; then PY=$candidate; return 0; fi
+  done
+  skip "no python3 with $* (apt install python3-pil python3-h5py python3-numpy python3-torchvision)"
+}
