@@ -145,8 +145,8 @@ void examine_dataset(const Config& cfg, const runtime::Runtime& rt, const Doctor
   if (!options.dataset_configured) return;
   if (cfg.data.distribute == "broadcast" && rt.rank() != 0) return;  // rank 0 reads for all
   try {
-    const auto train = data::read_dataset(cfg.data.dataset, cfg.data.root, data::Split::train);
-    const auto test = data::read_dataset(cfg.data.dataset, cfg.data.root, data::Split::test);
+    const auto train = data::read_dataset(cfg.data, data::Split::train);
+    const auto test = data::read_dataset(cfg.data, data::Split::test);
     me.dataset_summary = std::to_string(train.size()) + " train + " + std::to_string(test.size()) +
                          " test samples, crc32 " + crc_hex(train, test);
   } catch (const Error& e) {
@@ -304,7 +304,10 @@ Check judge_dataset(const std::vector<RankReport>& all, const Config& cfg,
     c.lines.push_back("no dataset configured (give --config FILE or --data.root DIR)");
     return c;
   }
-  const std::string what = cfg.data.dataset + " in '" + cfg.data.root + "'";
+  const std::string what =
+      cfg.data.dataset == "packed"
+          ? "packed files '" + cfg.data.train_file + "' and '" + cfg.data.test_file + "'"
+          : cfg.data.dataset + " in '" + cfg.data.root + "'";
   const auto errors = group(all, [](const RankReport& r) { return r.dataset_error; });
   const auto copies = group(all, [](const RankReport& r) { return r.dataset_summary; });
   if (!errors.empty()) {
