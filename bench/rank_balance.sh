@@ -12,7 +12,7 @@
 # hits both; a run trains EPOCHS epochs and its last epoch is measured (auto measures during the
 # first and re-balances at the epoch boundary; loading is included in both). Printed: every run's
 # images/s, the shares (metrics.jsonl's `ranks` array, last epoch) and whether the straggler report
-# ("... slower than the median") named ranks 1 and 2; then the medians and their ratio.
+# ("... slower per sample than the fastest rank") named ranks 1 and 2; then the medians and their ratio.
 #
 # Usage: bench/rank_balance.sh [BUILD_DIR] (default build). Environment: REPEAT=3 (runs per mode),
 # LIMIT (training samples per epoch; default sized for ~30 s per run), EPOCHS=2,
@@ -98,7 +98,7 @@ EOF
 stragglers() {
   local named
   # "rank 2 (...) computes 1.9x slower ..." or "ranks 1, 2 ..." / "ranks 1 and 2 ...".
-  named=$(grep 'slower than the median' "$1/log" | grep -oE '\branks? [0-9]+((, | and )[0-9]+)*' |
+  named=$(grep 'slower per sample than the fastest' "$1/log" | grep -oE '\branks? [0-9]+((, | and )[0-9]+)*' |
     grep -oE '[0-9]+' | sort -nu | paste -sd, -) || true
   echo "${named:-none}"
 }

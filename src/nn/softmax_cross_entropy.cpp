@@ -16,9 +16,9 @@ SoftmaxCrossEntropy::SoftmaxCrossEntropy(backend::Backend& be, std::int64_t clas
 
 void SoftmaxCrossEntropy::check(const Tensor& t, const char* what) const {
   // The model's last layer fixes the width; anything else is a wiring bug, not a user error.
-  if (t.shape().rank() != 2 || t.shape()[1] != classes_)
+  if (t.shape().rank() < 1 || t.numel() != t.shape()[0] * classes_)
     throw Error(std::string("internal: the loss got ") + what + " of shape " + t.shape().str() +
-                ", expected [n, " + std::to_string(classes_) + "]");
+                ", expected n x " + std::to_string(classes_) + " values");
 }
 
 void SoftmaxCrossEntropy::forward_backward(const Tensor& logits, const std::int32_t* labels,

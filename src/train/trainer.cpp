@@ -170,6 +170,10 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
   // to be measured is at least one sample.
   check_memory_fits(cfg_, input, rank_batch_, measure_cap ? 1 : micro_batch_, *be_);
   model_ = std::make_unique<nn::Model>(cfg_.model.layers, input, train_.num_classes(), *be_);
+  loss_ = std::make_unique<nn::SoftmaxCrossEntropy>(*be_, train_.num_classes(),
+                                                    cfg_.train.label_smoothing);
+  // Evaluation scores the plain cross-entropy, without label smoothing.
+  eval_loss_ = std::make_unique<nn::SoftmaxCrossEntropy>(*be_, train_.num_classes(), 0.0);
   model_->init_parameters(cfg_.train.seed);
   // Every replica starts from rank 0's weights (identical already by seed; this makes it a fact).
   sync::broadcast_state(comm_, *model_);
@@ -362,7 +366,7 @@ void Trainer::apply_pending_shares() {
 
 void Trainer::train_step(const data::Batch& batch) {
   const Shape input = model_->input_shape();
-  const std::int64_t classes = model_->num_classes(), per_sample = input.numel();
+  const std::int64_t per_sample = input.numel();
   const MicroBatchPlan plan = step_plan(batch.global_size);
   if (plan.samples != batch.size)
     throw Error("internal: a slice of " + std::to_string(batch.size) + " samples, planned " +
@@ -394,10 +398,8 @@ void Trainer::train_step(const data::Batch& batch) {
       const Tensor dl = dlogits_.first(len);
       // Gradient of the global batch's mean loss: scale by the global size; the all-reduce sums.
       // Times the loss scale, which the step divides out again (train_epoch).
-      be_->softmax_xent_accumulate(
-          len, classes, logits.data(), batch.labels + b,
-          static_cast<float>(cfg_.train.label_smoothing),
-          static_cast<float>(scaler_.scale() / static_cast<double>(batch.global_size)), dl.data());
+      loss_->forward_backward(logits, batch.labels + b,
+                              scaler_.scale() / static_cast<double>(batch.global_size), dl);
       if (m == 0 && comm_.rank() == fault_inf_rank_ && global_step_ == fault_inf_step_) {
         std::fprintf(stderr,
                      "ddp_train: fault injection (DDP_FAULT_INF_GRAD, test only): rank %d "
@@ -465,7 +467,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
                  "holds the last finite ones. Lower optim.lr (or add warm-up) and resume from it");
   };
   auto take_loss = [&] {
-    const auto r = be_->take_loss();  // waits for a GPU: only at bar updates and the epoch's end
+    const auto r = loss_->take();  // waits for a GPU: only at bar updates and the epoch's end
     loss_sum += r.loss_sum;
     correct += r.correct;
     // NaN/inf weights would go on into every later step and snapshot. One rank alone stops
@@ -602,11 +604,10 @@ EvalResult Trainer::evaluate() {
     const Tensor x =
         Tensor::view(const_cast<float*>(b->images), input.with_batch(b->size), be_->device());
     const Tensor& logits = model_->forward(x, nn::StepContext{nn::Mode::eval, 0, nullptr});
-    be_->softmax_xent_accumulate(b->size, model_->num_classes(), logits.data(), b->labels, 0.0f,
-                                 0.0f, nullptr);
+    eval_loss_->score(logits, b->labels);
     counts[1] += b->size;
   }
-  const auto res = be_->take_loss();
+  const auto res = eval_loss_->take();
   double loss = res.loss_sum;
   counts[0] = res.correct;
   if (comm_.size() > 1) {

@@ -11,6 +11,7 @@
 #include "ddp/data/dataset.hpp"
 #include "ddp/data/sampler.hpp"
 #include "ddp/data/transform.hpp"
+#include "ddp/nn/loss.hpp"
 #include "ddp/nn/model.hpp"
 #include "ddp/optim/lr_schedule.hpp"
 #include "ddp/optim/optimizer.hpp"
@@ -159,6 +160,7 @@ class Trainer {
   comm::Request stop_request_;
   std::int64_t start_epoch_ = 0, start_step_ = 0;  // where a resumed run continues
   std::string history_;                            // metrics.jsonl lines so far
+  std::unique_ptr<nn::SoftmaxCrossEntropy> loss_, eval_loss_;
   Tensor dlogits_;
   std::string run_id_;        // the run this trainer continues (snapshots carry it)
   std::int64_t segment_ = 1;  // this job segment's number in the run (metrics rows carry it)
