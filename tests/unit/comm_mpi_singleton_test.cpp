@@ -18,35 +18,14 @@
 #include "ddp/runtime/launch_check.hpp"
 #include "ddp/runtime/rank_info.hpp"
 #include "ddp/runtime/runtime.hpp"
+#include "mpi_test_env.hpp"
 
 namespace ddp::comm {
 namespace {
 
 using ::testing::HasSubstr;
 
-// The unit-test binary is shared with tests that never touch MPI: initialise it lazily, only when
-// a test here runs, and finalise at the end only if we were the ones who initialised it.
-bool g_we_initialised = false;
-
-void ensure_mpi() {
-  int initialised = 0;
-  MPI_Initialized(&initialised);
-  if (initialised) return;
-  int provided = 0;
-  ASSERT_EQ(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), MPI_SUCCESS);
-  g_we_initialised = true;
-}
-
-class MpiFinalizer : public ::testing::Environment {
- public:
-  void TearDown() override {
-    int finalised = 0;
-    MPI_Finalized(&finalised);
-    if (g_we_initialised && !finalised) MPI_Finalize();
-  }
-};
-[[maybe_unused]] ::testing::Environment* const g_finalizer =
-    ::testing::AddGlobalTestEnvironment(new MpiFinalizer);
+using ddp::testing::ensure_mpi;
 
 class CommMpiSingleton : public ::testing::Test {
  protected:

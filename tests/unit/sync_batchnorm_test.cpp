@@ -17,6 +17,7 @@
 #include "ddp/nn/layer_factory.hpp"
 #include "ddp/sync/batch_stats_sync.hpp"
 #include "gradcheck_util.hpp"
+#include "mpi_test_env.hpp"
 
 namespace ddp::nn {
 namespace {
@@ -24,29 +25,7 @@ namespace {
 using ddp::testing::expect_gradient_matches;
 using ddp::testing::random_vector;
 
-// Initialised lazily (the binary is shared with tests that never touch MPI) and finalised at the
-// end only if initialised here.
-bool g_we_initialised = false;
-
-void ensure_mpi() {
-  int initialised = 0;
-  MPI_Initialized(&initialised);
-  if (initialised) return;
-  int provided = 0;
-  ASSERT_EQ(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), MPI_SUCCESS);
-  g_we_initialised = true;
-}
-
-class MpiFinalizer : public ::testing::Environment {
- public:
-  void TearDown() override {
-    int finalised = 0;
-    MPI_Finalized(&finalised);
-    if (g_we_initialised && !finalised) MPI_Finalize();
-  }
-};
-[[maybe_unused]] ::testing::Environment* const g_finalizer =
-    ::testing::AddGlobalTestEnvironment(new MpiFinalizer);
+using ddp::testing::ensure_mpi;
 
 // One batch-norm layer with its own parameter, gradient and buffer storage.
 struct BnLayer {

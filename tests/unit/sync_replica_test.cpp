@@ -20,35 +20,14 @@
 #include "ddp/sync/gradient_sync.hpp"
 #include "ddp/sync/replica.hpp"
 #include "layer_spec_util.hpp"
+#include "mpi_test_env.hpp"
 
 namespace ddp::sync {
 namespace {
 
 using testutil::L;
 
-// Initialised lazily (the binary is shared with tests that never touch MPI) and finalised at the
-// end only if initialised here.
-bool g_we_initialised = false;
-
-void ensure_mpi() {
-  int initialised = 0;
-  MPI_Initialized(&initialised);
-  if (initialised) return;
-  int provided = 0;
-  ASSERT_EQ(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), MPI_SUCCESS);
-  g_we_initialised = true;
-}
-
-class MpiFinalizer : public ::testing::Environment {
- public:
-  void TearDown() override {
-    int finalised = 0;
-    MPI_Finalized(&finalised);
-    if (g_we_initialised && !finalised) MPI_Finalize();
-  }
-};
-[[maybe_unused]] ::testing::Environment* const g_finalizer =
-    ::testing::AddGlobalTestEnvironment(new MpiFinalizer);
+using ddp::testing::ensure_mpi;
 
 const Shape kInput{2, 5, 5};
 constexpr std::int64_t kClasses = 4;
