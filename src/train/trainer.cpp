@@ -279,7 +279,9 @@ std::vector<std::int64_t> Trainer::configured_shares() const {
       total += w;
       smallest = std::min(smallest, w);
     }
-    const auto bound = static_cast<std::int64_t>(std::ceil(total / smallest));
+    // Shares as uneven as 1e-300 : 1 put the bound beyond any batch (and any integer).
+    const double bound_d = std::ceil(total / smallest);
+    const std::int64_t bound = bound_d < 1e12 ? static_cast<std::int64_t>(bound_d) : 0;
     std::int64_t least = bound;
     for (std::int64_t g = global_batch_ + 1; g < std::min(bound, global_batch_ + 1000000); ++g) {
       const auto t = data::slice_sizes(g, std::span<const double>(s.numbers));
@@ -290,9 +292,10 @@ std::vector<std::int64_t> Trainer::configured_shares() const {
     }
     throw ConfigError(key + ": rank " + std::to_string(r) +
                       " gets no sample of the global batch of " + std::to_string(global_batch_) +
-                      " (train.global_batch): every rank needs at "
-                      "least one; a global batch of at least " +
-                      std::to_string(least) + " gives each rank one, or raise rank " +
+                      " (train.global_batch): every rank needs at least one; " +
+                      (least > 0 ? "a global batch of at least " + std::to_string(least) +
+                                       " gives each rank one, or raise rank "
+                                 : std::string("raise rank ")) +
                       std::to_string(r) + "'s share");
   }
   return sizes;
@@ -420,8 +423,9 @@ void Trainer::train_step(const data::Batch& batch) {
 }
 
 void Trainer::settle_compute() {
-  // One rank has no all-reduce to wait for: no wait is added there (see rank_speed.hpp).
-  if (be_->device() != Device::cpu && comm_.size() > 1) be_->synchronize();
+  // One rank has no all-reduce to wait for: no wait is added there (see rank_speed.hpp). Only the
+  // compute: the next batch's upload on the copy stream is not this step's compute.
+  if (be_->device() != Device::cpu && comm_.size() > 1) be_->synchronize_compute();
 }
 
 double Trainer::grad_wait_s() const {
@@ -919,13 +923,25 @@ TrainResult Trainer::train_run(RunRecord* record) {
     }
     out_ << format_epoch_line(m) << "\n";
     const bool auto_shares = cfg_.train.rank_shares.word == "auto";
-    if (const auto slow = straggler_report(m.ranks, cfg_.train.rebalance_threshold, auto_shares);
+    if (const auto slow =
+            straggler_report(m.ranks, cfg_.train.rebalance_threshold, auto_shares && !last);
         !slow.empty())
       out_ << slow << "\n";
     // rank_shares = auto: every rank decides from the same gathered table, so all take the same
     // shares, from the next epoch on (and into the snapshot written below).
     if (auto_shares && !last) {
-      const auto next = rebalanced_shares(m.ranks, cfg_.train.rebalance_threshold);
+      // Every rank decides from the same gathered bytes; rank 0's decision is still the one taken,
+      // so that ranks built by different compilers (pooled workstations) cannot disagree on a
+      // near-tie and train overlapping slices. decided = {1, shares...} or {0, ...}: none.
+      std::vector<std::int64_t> decided(static_cast<std::size_t>(comm_.size()) + 1, 0);
+      if (const auto mine = rebalanced_shares(m.ranks, cfg_.train.rebalance_threshold)) {
+        decided[0] = 1;
+        std::copy(mine->begin(), mine->end(), decided.begin() + 1);
+      }
+      if (comm_.size() > 1)
+        comm_.broadcast(std::as_writable_bytes(std::span<std::int64_t>(decided)), 0);
+      const std::vector<std::int64_t> next_shares(decided.begin() + 1, decided.end());
+      const auto* next = decided[0] == 1 ? &next_shares : nullptr;
       // Every micro-batch of train.accumulate needs a sample: shares below that are not taken.
       if (next && *std::min_element(next->begin(), next->end()) >= cfg_.train.accumulate) {
         set_rank_shares(*next);

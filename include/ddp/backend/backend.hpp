@@ -199,6 +199,9 @@ class Backend {
   virtual bool host_addressable() const { return device() == Device::cpu; }
   // Waits for everything enqueued so far (a device backend's ops are asynchronous).
   virtual void synchronize() {}
+  // Waits for the computation enqueued so far, not for copies in flight (a device backend's
+  // uploads of the next batch run on their own stream).
+  virtual void synchronize_compute() { synchronize(); }
   // Device memory free now, in bytes (what train.max_micro_batch = auto sizes micro-batches by);
   // 0 where the backend computes in host memory.
   virtual std::size_t free_memory_bytes() const { return 0; }

@@ -287,6 +287,7 @@ class CudaBackendImpl final : public CudaBackend {
     ctx_->sync();
     DDP_CUDA_CHECK(cudaStreamSynchronize(ctx_->copy_stream()));
   }
+  void synchronize_compute() override { ctx_->sync(); }
   void to_device(const void* host, void* device, std::size_t bytes) override {
     if (bytes == 0) return;
     DDP_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, ctx_->stream()));
