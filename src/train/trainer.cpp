@@ -878,11 +878,12 @@ TrainResult Trainer::train_run(RunRecord* record) {
        << train_.channels() << "x" << train_.height() << "x" << train_.width() << ", "
        << train_.num_classes() << " classes; " << steps_per_epoch_
        << " steps per epoch, global batch " << global_batch_ << " (";
-  if (cfg_.train.rank_shares.word == "equal" ||
-      std::adjacent_find(shares_.begin(), shares_.end(), std::not_equal_to<>()) == shares_.end())
-    out_ << comm_.size() << " rank(s) x " << shares_.front();
+  // The slices the first epoch trains (a resume may bring the snapshot's, applied at its start).
+  const auto& slices = pending_shares_.empty() ? shares_ : pending_shares_;
+  if (std::adjacent_find(slices.begin(), slices.end(), std::not_equal_to<>()) == slices.end())
+    out_ << comm_.size() << " rank(s) x " << slices.front();
   else
-    out_ << "rank shares " << join(shares_, " + ");
+    out_ << "rank shares " << join(slices, " + ");
   if (cfg_.train.accumulate > 1) out_ << " in " << cfg_.train.accumulate << " micro-batches";
   if (std::any_of(caps_.begin(), caps_.end(), [](std::int64_t c) { return c > 0; }))
     out_ << "; micro-batches of at most " << join(caps_, ", ") << " sample(s)";
