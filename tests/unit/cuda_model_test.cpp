@@ -31,24 +31,12 @@
 #include "ddp/rng.hpp"
 #include "ddp/train/trainer.hpp"
 #include "layer_spec_util.hpp"
+#include "mpi_test_env.hpp"
 
 namespace ddp::backend {
 namespace {
 
 namespace fs = std::filesystem;
-
-// MPI for the Trainer test, initialised only when it runs and finalised at the end.
-bool g_mpi_initialised_here = false;
-class MpiFinalizer : public ::testing::Environment {
- public:
-  void TearDown() override {
-    int finalised = 0;
-    MPI_Finalized(&finalised);
-    if (g_mpi_initialised_here && !finalised) MPI_Finalize();
-  }
-};
-[[maybe_unused]] ::testing::Environment* const g_finalizer =
-    ::testing::AddGlobalTestEnvironment(new MpiFinalizer);
 
 #define DDP_REQUIRE_CUDA()                                         \
   do {                                                             \
@@ -292,13 +280,7 @@ TEST(CudaTrainer, OneEpochMatchesTheCpuTrainer) {
   DDP_REQUIRE_CUDA();
   const fs::path data = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(data)) GTEST_SKIP() << "Fashion-MNIST not installed at " << data;
-  int initialised = 0;
-  MPI_Initialized(&initialised);
-  if (!initialised) {
-    int provided = 0;
-    ASSERT_EQ(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), MPI_SUCCESS);
-    g_mpi_initialised_here = true;
-  }
+  ddp::testing::ensure_mpi();
   const fs::path dir = fs::temp_directory_path() / ("ddp_cuda_trainer_" + std::to_string(getpid()));
   auto config = [&](const std::string& run) {
     return app::load_config(DDP_SOURCE_DIR "/configs/fashion_mnist.toml",

@@ -20,6 +20,7 @@
 #include "ddp/backend/device_assign.hpp"
 #include "ddp/comm/nccl_comm.hpp"
 #include "ddp/error.hpp"
+#include "mpi_test_env.hpp"
 
 namespace ddp::comm {
 namespace {
@@ -27,27 +28,7 @@ namespace {
 using backend::CudaBackend;
 using backend::DeviceBuffer;
 
-bool g_we_initialised_mpi = false;
-
-class MpiFinalizer : public ::testing::Environment {
- public:
-  void TearDown() override {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (g_we_initialised_mpi && !finalized) MPI_Finalize();
-  }
-};
-[[maybe_unused]] ::testing::Environment* const g_mpi_env =
-    ::testing::AddGlobalTestEnvironment(new MpiFinalizer);
-
-void ensure_mpi() {
-  int initialised = 0;
-  MPI_Initialized(&initialised);
-  if (initialised) return;
-  int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-  g_we_initialised_mpi = true;
-}
+using ddp::testing::ensure_mpi;
 
 // Everything a test needs: MPI, this rank's GPU (chosen by the device-assignment rules and
 // checked for sharing, as ddp_train will), a CUDA backend and a communicator.
