@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # mpirun with the flags a workstation or container needs: as root Open MPI wants an explicit opt-in,
-# and with more ranks than cores it needs --oversubscribe.
+# with more ranks than cores it needs --oversubscribe, and --bind-to none lets each rank use its
+# share of the machine's cores (Open MPI's default binds each of 1-2 ranks to one core; ddp_train
+# divides the CPUs among the ranks of a host itself).
 #   scripts/mpirun.sh -np 2 build/ddp_train --config configs/fashion_mnist.toml
 set -euo pipefail
 extra=()
 [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
-extra+=(--oversubscribe)
+extra+=(--oversubscribe --bind-to none)
 exec mpirun "${extra[@]}" "$@"
