@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "config_file_fixture.hpp"
 #include "ddp/app/config.hpp"
 #include "ddp/app/config_schema.hpp"
 #include "ddp/error.hpp"
@@ -21,22 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class RankSharesConfig : public ::testing::Test {
+class RankSharesConfig : public ddp::testing::ConfigFileTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("ddp_rank_shares_test_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  fs::path write(const std::string& text) {
-    const fs::path p = dir_ / "config.toml";
-    std::ofstream(p) << text;
-    return p;
-  }
   Config file(const std::string& train_lines) {
     return load_config(write("[train]\n" + train_lines + "\n"), {});
   }
@@ -44,18 +31,7 @@ class RankSharesConfig : public ::testing::Test {
   std::string file_error(const std::string& train_lines) {
     return error_of(write("[train]\n" + train_lines + "\n"), {});
   }
-  static std::string error_of(const fs::path& path, const Overrides& overrides) {
-    try {
-      load_config(path, overrides);
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    ADD_FAILURE() << "load_config accepted it";
-    return "";
-  }
   std::string at2() const { return (dir_ / "config.toml").string() + ":2: "; }
-
-  fs::path dir_;
 };
 
 using Numbers = std::vector<double>;

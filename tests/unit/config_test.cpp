@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "config_file_fixture.hpp"
 #include "ddp/app/config_schema.hpp"
 #include "ddp/error.hpp"
 
@@ -22,43 +23,17 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // A fresh directory per test for the TOML files it writes.
-class ConfigTest : public ::testing::Test {
+class ConfigTest : public ddp::testing::ConfigFileTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("ddp_config_test_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  fs::path write(const std::string& text, const std::string& name = "config.toml") {
-    const fs::path p = dir_ / name;
-    std::ofstream(p) << text;
-    return p;
-  }
-
   // The ConfigError message load_config gives for `text` (written to a file) and `overrides`.
   std::string error_for(const std::string& text, const Overrides& overrides = {}) {
     path_ = write(text);
     return error_of(path_, overrides);
   }
 
-  static std::string error_of(const fs::path& path, const Overrides& overrides) {
-    try {
-      load_config(path, overrides);
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    ADD_FAILURE() << "load_config accepted it";
-    return "";
-  }
-
   // "FILE:LINE" of the last file written by error_for.
   std::string at(int line) const { return path_.string() + ":" + std::to_string(line); }
 
-  fs::path dir_;
   fs::path path_;
 };
 
