@@ -63,11 +63,19 @@ namespace {
 // the environment first, as the singleton each task would become (rank 0 of 1). A working PMIx
 // launch sets PMIX_RANK; mpirun sets OMPI_COMM_WORLD_SIZE.
 void refuse_srun_without_pmix() {
-  if (std::getenv("PMIX_RANK") || std::getenv("OMPI_COMM_WORLD_SIZE")) return;
+  int initialized = 0;
+  MPI_Initialized(&initialized);  // by an embedding program (or a test): past that point already
+  if (initialized || std::getenv("PMIX_RANK") || std::getenv("OMPI_COMM_WORLD_SIZE")) return;
   std::string errors;
   for (const auto& p : check_launch(0, 1, read_launch_env()))
     if (p.severity == LaunchProblem::Severity::error) errors += p.message;
-  if (errors.empty()) return;
+  if (errors.empty()) {
+    // A process started without a launcher becomes an MPI singleton, for which Open MPI forks
+    // an orted that probes the hardware (about 0.4 s per start, most of `ddp_train --version`).
+    // We never spawn processes, so the singleton needs none; a user's own setting wins.
+    setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+    return;
+  }
   std::fprintf(stderr, "ddp_train: error (rank 0 of 1): %s\n", errors.c_str());
   std::exit(1);
 }
