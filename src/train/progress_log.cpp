@@ -73,7 +73,7 @@ ProgressInterval ProgressLog::line(std::int64_t global_step, std::int64_t epoch,
                : 0.0;
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                "[%s] step %lld/%lld (epoch %lld/%lld) | train loss %.4f | lr %.4g | %s img/s | "
+                "[%s] step %lld/%lld (epoch %lld of %lld) | train loss %.4f | lr %.4g | %s img/s | "
                 "ETA %s\n",
                 timestamp_now().c_str(), static_cast<long long>(global_step),
                 static_cast<long long>(total_), static_cast<long long>(epoch),

@@ -106,7 +106,7 @@ grep -q 'finished: ddp_train completed (exit 0)' "$log" || fail "the log does no
 # an ETA (47 steps per epoch, 235 in all; a line every run.log_every = 50 steps), timestamped epoch
 # lines, and each rank's own log in run.dir/logs (one start line per job segment, both segments).
 stamp='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}'
-grep -Eq "^\[$stamp\] step (50|100|150|200)/235 \(epoch [1-5]/5\) \| train loss [0-9.]+ \| lr [0-9.e-]+ \| [0-9,]+ img/s \| ETA [0-9hms]+\$" "$log" ||
+grep -Eq "^\[$stamp\] step (50|100|150|200)/235 \(epoch [1-5] of 5\) \| train loss [0-9.]+ \| lr [0-9.e-]+ \| [0-9,]+ img/s \| ETA [0-9hms]+\$" "$log" ||
   fail "no progress line (time, step/total, loss, images/s, ETA) in the job's output"
 grep -Eq "^epoch 5/5 \| .* \| $stamp\$" "$log" || fail "the epoch lines carry no timestamp"
 grep -Eq '^final test accuracy: [0-9.]+% \([0-9]+ samples\), test loss [0-9.]+' "$log" ||

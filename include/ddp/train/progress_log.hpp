@@ -1,7 +1,7 @@
 #pragma once
 // Progress lines for batch jobs (stdout not a terminal, where the progress bar stays silent): every
 // run.log_every steps, and at least every 30 s, rank 0 prints
-//   [2026-11-25 18:36:48] step 120/1880 (epoch 2/10) | train loss 0.532 | lr 0.1 | 9,840 img/s |
+//   [2026-11-25 18:36:48] step 120/1880 (epoch 2 of 10) | train loss 0.532 | lr 0.1 | 9,840 img/s |
 //   ETA 3m12s
 // The loss is rank 0's mean over its samples since the previous line (reading every rank's would
 // cost a collective per line); images/s are the global batch's over the same interval; the ETA
