@@ -12,11 +12,13 @@ packages=(
   libhdf5-dev hdf5-tools
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libdnnl-dev libgtest-dev zlib1g-dev
   libturbojpeg0-dev libpng-dev  # ddp_train pack: JPEG and PNG decoding
+  libprotobuf-dev protobuf-compiler libisal-dev  # run.tensorboard: event messages, CRC-32C
   ocl-icd-opencl-dev opencl-c-headers  # Debian's oneDNN CMake package (OpenCL GPU runtime) needs them
   dataset-fashion-mnist
   slurm-wlm munge lmod tcl iproute2 util-linux
   # test oracles: the PyTorch parity test, snapshot_to_torch.py, the torch benchmarks
   python3-torch python3-torchvision python3-h5py python3-pil python3-numpy libopenblas0
+  python3-protobuf python3-crcmod  # the independent TensorBoard event-file reader
 )
 sudo=""
 [ "$(id -u)" = 0 ] || sudo="sudo"

@@ -6,12 +6,15 @@
 //   ddp_train diff A.h5 B.h5                                 largest relative weight difference
 //   ddp_train doctor [--config FILE]                         check a launch before training
 //   ddp_train pack --format F --input PATH --output FILE.h5  pack images into one HDF5 file
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <new>
+#include <optional>
 
 #include "ddp/app/build_info.hpp"
 #include "ddp/app/compute.hpp"
@@ -31,6 +34,7 @@
 #include "ddp/runtime/rank_info.hpp"
 #include "ddp/runtime/runtime.hpp"
 #include "ddp/runtime/signals.hpp"
+#include "ddp/train/rank_log.hpp"
 #include "ddp/train/run_start.hpp"
 #include "ddp/train/trainer.hpp"
 #include "ddp/version_info.hpp"
@@ -54,7 +58,7 @@ struct NullBuffer : std::streambuf {
 };
 
 int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, ddp::comm::MpiComm& comm,
-                 std::ostream& out) {
+                 std::optional<ddp::train::RankLog>& rank_log, std::ostream& out) {
   const int threads = ddp::app::configure_threads(cfg.runtime.threads, rt.local_size());
   // Collective: the whole job settles on one kind of device (runtime.device = cuda without a
   // usable GPU on some rank is an error naming the ranks).
@@ -78,6 +82,12 @@ int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, ddp::co
   // or nothing to do.
   const auto start = ddp::train::plan_run_start(cfg, comm, out);
   if (start.action == ddp::train::RunStart::Action::nothing_to_do) return 0;
+  // From here on (the run.dir settled) each rank's warnings and errors also go to its log file.
+  rank_log.emplace(start.config.run.dir, rt.rank());
+  rank_log->note("ddp_train " DDP_VERSION_STRING ": rank " + std::to_string(rt.rank()) + " of " +
+                 std::to_string(rt.size()) + " on " + rt.host() + ", pid " +
+                 std::to_string(::getpid()) + ": training in " + start.config.run.dir +
+                 " (warnings and errors of this rank follow)");
   const bool gpu = compute.device != "cpu";
   auto trainer = std::make_unique<ddp::train::Trainer>(
       start.config, comm, out,
@@ -242,6 +252,8 @@ int main(int argc, char** argv) {
     return fail(rt, "error",
                 "command line: " + std::string(e.what()) + " (ddp_train --help lists the options)");
   }
+  // Outlives the try block: the error the handlers below report goes to the rank's log too.
+  std::optional<ddp::train::RankLog> rank_log;
   try {
     if (!app.remaining().empty())
       throw ddp::ConfigError(ddp::app::unexpected_arguments(app.remaining(), app));
@@ -276,7 +288,7 @@ int main(int argc, char** argv) {
     if (*eval) command = {{"command", "eval"}, {"eval --snapshot", eval_file}};
     ddp::app::check_ranks_agree(comm, cfg.resolved_toml, command);
     if (*eval) return run_eval(cfg, eval_file, rt, comm, out);
-    return run_training(cfg, rt, comm, out);
+    return run_training(cfg, rt, comm, rank_log, out);
   } catch (const ddp::app::RanksDisagree& e) {
     // Every rank knows (they exchanged the hashes): rank 0 says it once, every rank exits 1.
     if (e.report()) {

@@ -61,6 +61,7 @@ void GradientSync::begin(std::int64_t micro_batches) {
   micro_ = 0;
   next_ = 0;
   done_.assign(buckets_.size(), false);
+  if (timing_) times_.clear();
   if (micro_batches > 1) {
     if (accum_.empty())
       accum_ = model_.backend().alloc(Shape{static_cast<std::int64_t>(model_.grads().size())});
@@ -89,6 +90,7 @@ void GradientSync::launch(std::size_t i) {
   if (const auto acc = accumulated(); !acc.empty())
     model_.backend().add(static_cast<std::int64_t>(grads.size()), acc.data() + b.begin,
                          grads.data());
+  if (timing_) times_.push_back({i, std::chrono::steady_clock::now(), {}});
   requests_[i] = comm_.iallreduce_sum(grads);
   ++stats_.buckets_launched;
 }
@@ -99,6 +101,7 @@ void GradientSync::progress() {
   for (std::size_t i = 0; i < next_; ++i) {
     if (done_[i]) continue;
     done_[i] = comm_.test(requests_[i]);
+    if (done_[i] && timing_) times_[i].end = std::chrono::steady_clock::now();
     break;
   }
 }
@@ -122,6 +125,7 @@ void GradientSync::finish() {
       const auto t0 = std::chrono::steady_clock::now();
       comm_.allreduce_sum(grads);
       stats_.exposed_s += seconds_since(t0);
+      if (timing_) times_.push_back({0, t0, std::chrono::steady_clock::now()});
     }
     return;
   }
@@ -131,6 +135,7 @@ void GradientSync::finish() {
     if (!done_[i]) {
       comm_.wait(requests_[i]);
       done_[i] = true;
+      if (timing_) times_[i].end = std::chrono::steady_clock::now();
     }
   stats_.exposed_s += seconds_since(t0);
 }

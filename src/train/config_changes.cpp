@@ -88,10 +88,11 @@ std::string describe(const ConfigChange& c) {
 
 bool is_invocation_key(const std::string& key) {
   static const std::set<std::string> keys = {
-      "train.resume",    "run.overwrite",        "run.dir",
-      "data.root",       "data.prefetch",        "data.distribute",
-      "runtime.threads", "runtime.device",       "comm.timeout_s",
-      "comm.bucket_mb",  "comm.first_bucket_mb", "comm.overlap"};
+      "train.resume", "run.overwrite", "run.dir", "data.root", "data.prefetch", "data.distribute",
+      "runtime.threads", "runtime.device", "comm.timeout_s", "comm.bucket_mb",
+      "comm.first_bucket_mb", "comm.overlap",
+      // what the run reports, not what it trains
+      "run.tensorboard", "run.trace", "run.log_every"};
   return keys.count(key) > 0;
 }
 

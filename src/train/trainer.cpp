@@ -12,6 +12,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <ostream>
 
 #include "ddp/backend/cpu_backend.hpp"
@@ -28,7 +29,10 @@
 #include "ddp/runtime/signals.hpp"
 #include "ddp/sync/replica.hpp"
 #include "ddp/train/memory_check.hpp"
+#include "ddp/train/progress_log.hpp"
 #include "ddp/train/rank_balance.hpp"
+#include "ddp/train/tensorboard_writer.hpp"
+#include "ddp/train/trace.hpp"
 #include "ddp/version_info.hpp"
 
 namespace ddp::train {
@@ -395,6 +399,7 @@ void Trainer::train_step(const data::Batch& batch) {
     } else {
       // Compute (forward + backward) of micro-batch m starts here.
       ctx.sample_ids = sample_ids_.data() + b;
+      std::optional<TraceSpan> phase(std::in_place, trace_.get(), "forward", global_step_);
       const Tensor x = Tensor::view(const_cast<float*>(batch.images + b * per_sample),
                                     input.with_batch(len), be_->device());
       const Tensor& logits = model_->forward(x, ctx);
@@ -412,14 +417,21 @@ void Trainer::train_step(const data::Batch& batch) {
         be_->fill(1, std::numeric_limits<float>::infinity(), dl.data());
       }
       // The hook starts bucket all-reduces during the last micro-batch; it never waits.
+      phase.emplace(trace_.get(), "backward", global_step_);
       model_->backward(dl, sync_->hook());
       // Compute of micro-batch m ends here.
     }
     sync_->after_micro_batch();
   }
   // Waits for every rank's gradients (the sum over all ranks and micro-batches).
-  settle_compute();
-  sync_->finish();
+  {
+    const TraceSpan wait(trace_.get(), "gradient wait", global_step_);
+    settle_compute();
+    sync_->finish();
+  }
+  if (trace_)
+    for (const auto& t : sync_->bucket_times())
+      trace_->all_reduce(t.bucket, t.start, t.end, global_step_);
 }
 
 void Trainer::settle_compute() {
@@ -489,7 +501,10 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
     }
     checked_step = step;
   };
+  if (progress_log_) progress_log_->new_epoch();
+  auto wait_from = Trace::Clock::now();  // where the data wait of the next step begins
   while (auto b = feed_->next()) {
+    const TraceStep traced(trace_.get(), global_step_, wait_from);
     lr = sched_->at(global_step_);
     // Rank speed: the step's forward + backward is its time less its wait for the gradients.
     const double wait_before = grad_wait_s();
@@ -499,11 +514,14 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
     step_meter_.add_step(seconds_since(step_t0) - step_wait, step_wait, b->size);
     // With loss scaling: the all-reduced gradients are unscaled and checked; an overflow on any
     // rank is in every rank's sum, so all ranks skip the same steps.
-    const bool apply =
-        !scaler_.enabled() ||
-        scaler_.update(be_->unscale_check(static_cast<std::int64_t>(grads.size()), grads.data(),
-                                          static_cast<float>(1.0 / scaler_.scale())));
-    if (apply) opt_->step(params, grads, lr);
+    {
+      const TraceSpan optimizer(trace_.get(), "optimizer", global_step_);
+      const bool apply =
+          !scaler_.enabled() ||
+          scaler_.update(be_->unscale_check(static_cast<std::int64_t>(grads.size()), grads.data(),
+                                            static_cast<float>(1.0 / scaler_.scale())));
+      if (apply) opt_->step(params, grads, lr);
+    }
     ++global_step_;
     ++step;
     last_step_ = step;
@@ -511,6 +529,15 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
     global_seen += b->global_size;
     samples_seen_ += b->global_size;
     if (check_every_step) take_loss();
+    if (progress_log_ && progress_log_->due(global_step_)) {
+      if (!check_every_step) take_loss();
+      const auto iv = progress_log_->line(global_step_, epoch + 1, cfg_.train.epochs, lr, loss_sum,
+                                          seen, samples_seen_);
+      if (tensorboard_ && progress_log_->on_step_grid(global_step_))
+        tensorboard_->scalars(global_step_, {{"step/train_loss", iv.train_loss},
+                                             {"step/lr", lr},
+                                             {"step/images_per_s", iv.images_per_s}});
+    }
     if (show_bar && (step % 10 == 0 || step == steps_per_epoch_)) {
       if (!check_every_step) take_loss();
       bar.update(step, seen > 0 ? loss_sum / static_cast<double>(seen) : 0.0,
@@ -738,6 +765,7 @@ void Trainer::resume() {
 
 void Trainer::save(std::int64_t epoch, std::int64_t step_in_epoch) {
   if (comm_.rank() != 0) return;
+  const TraceSpan traced(trace_.get(), "snapshot", global_step_);
   // The last update of an epoch can blow up after its loss was checked: a snapshot of NaN/inf
   // weights would become the newest, and pruning could remove the last good one.
   model_->pull_state();
@@ -832,6 +860,7 @@ TrainResult Trainer::run(const RunStart& start) {
   }
   try {
     auto result = train_run(record ? &*record : nullptr);
+    if (trace_) trace_->finish(out_);
     if (record) {
       record->status = result.stopped ? "stopped" : "complete";
       record->segments.back().exit =
@@ -862,6 +891,18 @@ TrainResult Trainer::train_run(RunRecord* record) {
   // metrics.jsonl restarts from the snapshot's rows: rows written after it (by a segment that was
   // killed) are trained again and must not appear twice.
   if (root) log = std::make_unique<MetricsLog>(cfg_.run.dir, history_);
+  if (root && cfg_.run.tensorboard)
+    tensorboard_ = std::make_unique<TensorBoardWriter>(
+        std::filesystem::path(cfg_.run.dir) / "tensorboard", global_step_);
+  if (root)
+    progress_log_ = std::make_unique<ProgressLog>(
+        out_, !runtime::stdout_is_terminal(), cfg_.run.log_every,
+        global_step_ + (cfg_.train.epochs - start_epoch_) * steps_per_epoch_ - start_step_,
+        global_step_, samples_seen_);
+  if (cfg_.run.trace) {
+    trace_ = std::make_unique<Trace>(cfg_.run.dir, comm_);
+    sync_->set_timing(true);
+  }
   // Resident memory per rank, private vs shared: shows that data.distribute = "broadcast" holds the
   // dataset once per node.
   const auto w = static_cast<std::size_t>(comm_.size());
@@ -910,6 +951,7 @@ TrainResult Trainer::train_run(RunRecord* record) {
     const bool last = epoch + 1 == cfg_.train.epochs;
     if (last || (cfg_.train.eval_every > 0 && (epoch + 1) % cfg_.train.eval_every == 0)) {
       const auto te = Clock::now();
+      const TraceSpan traced(trace_.get(), "evaluate", global_step_);
       const EvalResult e = evaluate();
       m.eval_s = seconds_since(te);
       m.evaluated = true;
@@ -922,7 +964,7 @@ TrainResult Trainer::train_run(RunRecord* record) {
                     " is not finite (NaN or inf); no snapshot of these weights is written. Lower "
                     "optim.lr (or add warm-up) and resume from the newest snapshot in run.dir");
     }
-    out_ << format_epoch_line(m) << "\n";
+    out_ << format_epoch_line(m) << " | " << timestamp_now() << "\n";
     const bool auto_shares = cfg_.train.rank_shares.word == "auto";
     if (const auto slow =
             straggler_report(m.ranks, cfg_.train.rebalance_threshold, auto_shares && !last);
@@ -961,6 +1003,8 @@ TrainResult Trainer::train_run(RunRecord* record) {
     out_.flush();
     history_ += to_json(m) + "\n";
     if (log) log->write_epoch(m);
+    if (tensorboard_) tensorboard_->epoch(global_step_, m);
+    if (trace_) trace_->flush();
     result.last = m;
     const bool save_due = cfg_.train.save_every > 0 && (epoch + 1) % cfg_.train.save_every == 0;
     // The summary goes out before the final snapshot: a run killed in between retrains its last
@@ -989,10 +1033,11 @@ TrainResult Trainer::train_run(RunRecord* record) {
     throw Error("internal: nothing left to train (plan_run_start decides that before)");
   const std::uint64_t digest = model_->digest();
   char buf[160];
-  std::snprintf(buf, sizeof buf,
-                "final test accuracy: %.2f%% (%lld samples), loss %.4f, weights digest %016llx\n",
-                100.0 * result.last.test_acc, static_cast<long long>(result.last.test_samples),
-                result.last.test_loss, static_cast<unsigned long long>(digest));
+  std::snprintf(
+      buf, sizeof buf,
+      "final test accuracy: %.2f%% (%lld samples), test loss %.4f, weights digest %016llx\n",
+      100.0 * result.last.test_acc, static_cast<long long>(result.last.test_samples),
+      result.last.test_loss, static_cast<unsigned long long>(digest));
   out_ << buf;
   out_.flush();
   return result;

@@ -102,6 +102,23 @@ grep -q '^ddp_train .*: 2 rank(s)' "$log" || fail "ddp_train did not run as one 
 grep -q '^final test accuracy: ' "$log" || fail "no final test accuracy in the log"
 grep -q 'finished: ddp_train completed (exit 0)' "$log" || fail "the log does not say that the job finished"
 [ -f "$run/snapshot_e0005.h5" ] || fail "no snapshot_e0005.h5 in the run directory $run: $(ls "$run" 2>&1)"
+# A person following the job's log: progress lines with a timestamp, step/total, loss, images/s and
+# an ETA (47 steps per epoch, 235 in all; a line every run.log_every = 50 steps), timestamped epoch
+# lines, and each rank's own log in run.dir/logs (one start line per job segment, both segments).
+stamp='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}'
+grep -Eq "^\[$stamp\] step (50|100|150|200)/235 \(epoch [1-5] of 5\) \| train loss [0-9.]+ \| lr [0-9.e-]+ \| [0-9,]+ img/s \| ETA [0-9hms]+\$" "$log" ||
+  fail "no progress line (time, step/total, loss, images/s, ETA) in the job's output"
+grep -Eq "^epoch 5/5 \| .* \| $stamp\$" "$log" || fail "the epoch lines carry no timestamp"
+grep -Eq '^final test accuracy: [0-9.]+% \([0-9]+ samples\), test loss [0-9.]+' "$log" ||
+  fail "the final line does not say that its loss is the test loss"
+for r in 0 1; do
+  rlog="$run/logs/rank_000$r.log"
+  [ -f "$rlog" ] || fail "no per-rank log $rlog: $(ls "$run/logs" 2>&1)"
+  echo "--- $rlog"
+  cat "$rlog"
+  [ "$(grep -Ec "^\[$stamp\] ddp_train .*: rank $r of 2 on n$((r + 1)), pid [0-9]+: training in " "$rlog")" = 2 ] ||
+    fail "$rlog does not name rank $r on n$((r + 1)) once per job segment"
+done
 [ "$(summary_field "$run/metrics.jsonl" world_size)" = 2 ] || fail "metrics.jsonl does not record 2 ranks"
 [ "$(job_field "$job" ExitCode)" = 0:0 ] || fail "job exit code $(job_field "$job" ExitCode), expected 0:0"
 job_s=$((SECONDS - t0))

@@ -74,6 +74,13 @@ echo "stall: exit $RC, $took s after the stall (bound $BOUND s)"
 ge "$BOUND" "$took" || fail "the stalled job took $took s to end (bound $BOUND s)"
 grep -q "did not complete within $T s; ranks not arrived: 1\b" "$WORK/stall.log" \
   || fail "no rank reported that rank 1 did not arrive"
+# Each rank's own log (run.dir/logs) holds what it wrote to stderr, the error written just before
+# MPI_Abort included: rank 1's stall, and the report of a rank that waited for it.
+grep -q "rank 1 stalls before collective #15" "$WORK/run1/logs/rank_0001.log" ||
+  fail "rank 1's log lacks its stall message: $(cat "$WORK/run1/logs/rank_0001.log" 2>&1)"
+cat "$WORK/run1/logs/rank_0000.log" "$WORK/run1/logs/rank_0002.log" 2> /dev/null |
+  grep -q "^\[[0-9: -]*\] ddp_train: error (rank [02] of 3): .*did not complete within $T s; ranks not arrived: 1\b" ||
+  fail "no rank's log holds its report that rank 1 did not arrive: $(cat "$WORK"/run1/logs/* 2>&1)"
 
 # --- (2) rank 1 is killed with SIGKILL mid-run ---------------------------------------------------
 STARTED=$(date +%s)

@@ -71,6 +71,16 @@ class GradientSync {
   const std::vector<Bucket>& buckets() const { return buckets_; }
   const SyncStats& stats() const { return stats_; }
 
+  // run.trace: when timing is on, each bucket's all-reduce of the last step from its launch to
+  // the moment this rank saw it complete (one entry for the whole buffer when not overlapped; none
+  // on one rank). Off, nothing is timed.
+  struct BucketTime {
+    std::size_t bucket = 0;
+    std::chrono::steady_clock::time_point start, end;
+  };
+  void set_timing(bool on) { timing_ = on; }
+  const std::vector<BucketTime>& bucket_times() const { return times_; }
+
  private:
   void on_layer_done(std::size_t layer);
   void launch(std::size_t i);
@@ -90,6 +100,8 @@ class GradientSync {
   std::int64_t micro_batches_ = 1, micro_ = 0;
   std::function<void(std::size_t)> hook_;
   SyncStats stats_;
+  bool timing_ = false;
+  std::vector<BucketTime> times_;  // by bucket index (overlapped) while timing
 };
 
 }  // namespace ddp::sync

@@ -17,6 +17,11 @@ namespace ddp::train {
 struct RunOptions {
   std::string dir = "runs/default";  // run.dir: outputs (metrics.jsonl, snapshots)
   bool overwrite = false;            // archive another run's files found in dir and start anew
+  bool tensorboard = false;          // rank 0 writes dir/tensorboard/events.out.tfevents.*
+  bool trace = false;                // every rank's step phases into dir/trace/ (Chrome trace JSON)
+  // Steps between progress lines on stdout without a terminal (also every 30 s) and between the
+  // per-step TensorBoard scalars; 0 = none.
+  std::int64_t log_every = 50;
 };
 
 // A key that takes a word or numbers: train.rank_shares ("equal", "auto" or one share per rank),

@@ -28,6 +28,10 @@
 
 namespace ddp::train {
 
+class TensorBoardWriter;
+class Trace;
+class ProgressLog;
+
 struct EvalResult {
   double loss = 0.0;         // mean over all test samples
   double accuracy = 0.0;     // fraction
@@ -169,6 +173,9 @@ class Trainer {
   ckpt::EpochProgress epoch_carry_;  // the resumed epoch's totals before this segment
   ckpt::EpochProgress progress_;     // the current epoch's totals (saved by a mid-epoch stop)
   std::int64_t last_step_ = 0;       // steps of the current epoch done
+  std::unique_ptr<TensorBoardWriter> tensorboard_;  // rank 0 with run.tensorboard
+  std::unique_ptr<Trace> trace_;                    // every rank with run.trace
+  std::unique_ptr<ProgressLog> progress_log_;       // rank 0: progress lines, step scalars
 };
 
 }  // namespace ddp::train
