@@ -111,8 +111,9 @@ struct RankReport {
 
 // The GPU this rank would train on, or why none (as training chooses it).
 void examine_device(const Config& cfg, const runtime::Runtime& rt,
-                    const std::vector<std::string>& hosts, RankReport& me) {
-  const DeviceChoice c = choose_device(cfg.runtime.device, rt, hosts);
+                    const std::vector<std::string>& hosts,
+                    const std::vector<std::string>& device_sets, RankReport& me) {
+  const DeviceChoice c = choose_device(cfg.runtime.device, rt, hosts, device_sets);
   me.info.device = c.device_string();
   me.device_error = c.error;
   me.device_note = c.note;
@@ -378,7 +379,7 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
     (p.severity == runtime::LaunchProblem::Severity::error ? me.launch_errors : me.launch_warnings)
         .push_back(p.message);
   const auto hosts = runtime::allgather_strings(rt.host(), comm);
-  examine_device(cfg, rt, hosts, me);
+  examine_device(cfg, rt, hosts, runtime::allgather_strings(visible_device_set(), comm), me);
   examine_dataset(cfg, rt, options, me);
   me.network.host = rt.host();
   try {
