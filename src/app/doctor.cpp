@@ -13,6 +13,7 @@
 
 #include "ddp/app/compute.hpp"
 #include "ddp/app/config_agreement.hpp"
+#include "ddp/app/doctor_nccl.hpp"
 #include "ddp/app/threads.hpp"
 #include "ddp/backend/cuda_backend.hpp"
 #include "ddp/backend/device_assign.hpp"
@@ -411,20 +412,11 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
   // GPU of its own (the devices check passed, which every rank knows from the same reports).
   std::unique_ptr<comm::NcclComm> nccl;
   if (devices.verdict == Verdict::pass) {
-    std::string err;
-    try {
-      comm::NcclCommOptions nopts;
-      nopts.comm = comm::comm_options_from_env(cfg.comm.timeout_s);
-      nccl = std::make_unique<comm::NcclComm>(MPI_COMM_WORLD, static_cast<int>(me.device_index),
-                                              nullptr, nopts);
-      err = comm::verify_collectives(*nccl);
-    } catch (const Error& e) {
-      err = e.what();
-    }
-    std::map<std::string, std::vector<int>> errors;
-    const auto errs = runtime::allgather_strings(err, comm);
-    for (std::size_t r = 0; r < errs.size(); ++r)
-      if (!errs[r].empty()) errors[errs[r]].push_back(static_cast<int>(r));
+    comm::NcclCommOptions nopts;
+    nopts.comm = comm::comm_options_from_env(cfg.comm.timeout_s);
+    NcclCheck result = check_nccl(comm, static_cast<int>(me.device_index), nopts);
+    nccl = std::move(result.comm);
+    const auto& errors = result.errors;
     Check c{"nccl", errors.empty() ? Verdict::pass : Verdict::fail, {}};
     c.lines.push_back(errors.empty()
                           ? comm::nccl_version() + ": the same collectives exact on all " +
@@ -432,7 +424,6 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
                           : comm::nccl_version() + ": wrong results or errors");
     for (const auto& l : by_ranks(all, errors)) c.lines.push_back(l);
     checks.push_back(c);
-    if (!errors.empty()) nccl.reset();
   }
   int failed = 0, warned = 0;
   for (const auto& c : checks) {
