@@ -82,9 +82,25 @@ void Context::grow(DeviceBuffer& b, std::size_t bytes) {
 
 void Context::reserve_workspace(std::size_t bytes) {
   if (workspace_.bytes() >= bytes) return;
-  sync();
-  workspace_ = DeviceBuffer();  // free first: the old and the new one need not fit together
-  workspace_ = DeviceBuffer(device_, bytes);
+  // The new one first: if it cannot be had, the old one stays, and so do the plans that fit it.
+  DeviceBuffer fresh;
+  try {
+    fresh = DeviceBuffer(device_, bytes);
+  } catch (const SystemError&) {
+    // Perhaps the two do not fit together: free the old one (once the kernels using it are done)
+    // and try again; if that fails too, take the old size back before reporting.
+    const std::size_t old = workspace_.bytes();
+    sync();
+    workspace_ = DeviceBuffer();
+    try {
+      fresh = DeviceBuffer(device_, bytes);
+    } catch (const SystemError&) {
+      if (old > 0) workspace_ = DeviceBuffer(device_, old);
+      throw;
+    }
+  }
+  sync();  // earlier kernels may still use the old workspace, which is freed now
+  workspace_ = std::move(fresh);
 }
 
 const float* Context::ones(std::int64_t n) {
