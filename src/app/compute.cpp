@@ -29,6 +29,17 @@ std::string visible_device_set() {
   return set;
 }
 
+HostDevices gather_host_devices(const runtime::Runtime& rt, comm::Communicator& comm) {
+  // One exchange for both (host names hold no newline): start-up costs no extra collective.
+  HostDevices out;
+  for (const auto& r : runtime::allgather_strings(rt.host() + '\n' + visible_device_set(), comm)) {
+    const auto nl = r.find('\n');
+    out.hosts.push_back(r.substr(0, nl));
+    out.device_sets.push_back(nl == std::string::npos ? std::string() : r.substr(nl + 1));
+  }
+  return out;
+}
+
 DeviceChoice choose_device(const std::string& mode, const runtime::Runtime& rt,
                            const std::vector<std::string>& hosts,
                            const std::vector<std::string>& device_sets) {
@@ -92,8 +103,7 @@ Compute setup_compute(const Config& cfg, const runtime::Runtime& rt, comm::Commu
     out.backend = backend::make_cpu_backend();
     return out;
   }
-  const auto hosts = runtime::allgather_strings(rt.host(), comm);
-  const auto device_sets = runtime::allgather_strings(visible_device_set(), comm);
+  const auto [hosts, device_sets] = gather_host_devices(rt, comm);
   const DeviceChoice me = choose_device(mode, rt, hosts, device_sets);
   runtime::RecordWriter w;
   w.put(std::int64_t{me.index}).put(me.uuid).put(me.name).put(me.error).put(me.note);

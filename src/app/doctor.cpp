@@ -379,8 +379,8 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
   for (const auto& p : runtime::check_launch(rt.rank(), rt.size(), rt.launch_env()))
     (p.severity == runtime::LaunchProblem::Severity::error ? me.launch_errors : me.launch_warnings)
         .push_back(p.message);
-  const auto hosts = runtime::allgather_strings(rt.host(), comm);
-  examine_device(cfg, rt, hosts, runtime::allgather_strings(visible_device_set(), comm), me);
+  const auto [hosts, device_sets] = gather_host_devices(rt, comm);
+  examine_device(cfg, rt, hosts, device_sets, me);
   examine_dataset(cfg, rt, options, me);
   me.network.host = rt.host();
   try {
