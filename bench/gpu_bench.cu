@@ -1,10 +1,11 @@
 // gpu_bench: data-parallel training throughput on GPUs - the CUDA backend's training step for
-// LeNet and the VGG net (synthetic CIFAR-10-shaped batches), one rank per GPU, gradients
+// LeNet, the VGG net and ResNet-20 (synthetic CIFAR-10-shaped batches), one rank per GPU, gradients
 // all-reduced with NCCL in buckets launched during backward (ddp_train's scheme: reverse layer
 // order, a small first bucket), split into compute and wait-for-communication time per step.
 //
-//   gpu_bench [--model lenet|vgg|vgg_bn|all] [--batch 256] [--steps 0] [--seconds 3] [--warmup 20]
-//             [--bucket-mb 4] [--first-bucket-mb 1] [--no-upload] [--tf32] [--find] [--csv]
+//   gpu_bench [--model lenet|vgg|vgg_bn|resnet20|all] [--batch 256] [--steps 0] [--seconds 3]
+//             [--warmup 20] [--bucket-mb 4] [--first-bucket-mb 1] [--no-upload] [--tf32] [--find]
+//             [--precision fp32|bf16] [--csv]
 //   mpirun -np 4 gpu_bench ...        (one rank per GPU; the ranks of a node take its GPUs in
 //   order)
 //
@@ -30,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "ddp/app/compute.hpp"
 #include "ddp/app/config.hpp"
 #include "ddp/backend/cuda_backend.hpp"
 #include "ddp/backend/device_assign.hpp"
@@ -61,13 +63,15 @@ struct Options {
   bool tf32 = false;
   bool find = false;
   bool csv = false;
+  std::string precision = "fp32";  // of convolutions and linear layers (CudaOptions::precision)
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
-               "gpu_bench: %s\nusage: gpu_bench [--model lenet|vgg|vgg_bn|all] [--batch N] "
-               "[--steps N] [--seconds S] [--warmup N] [--bucket-mb M] [--first-bucket-mb M] "
-               "[--no-upload] [--tf32] [--find] [--csv]\n",
+               "gpu_bench: %s\nusage: gpu_bench [--model lenet|vgg|vgg_bn|resnet20|all] "
+               "[--batch N] [--steps N] [--seconds S] [--warmup N] [--bucket-mb M] "
+               "[--first-bucket-mb M] [--no-upload] [--tf32] [--find] [--precision fp32|bf16] "
+               "[--csv]\n",
                why);
   int initialised = 0;
   MPI_Initialized(&initialised);
@@ -86,8 +90,8 @@ Options parse(int argc, char** argv) {
     if (a == "--model") {
       const std::string m = value();
       if (m == "all")
-        o.models = {"lenet", "vgg", "vgg_bn"};
-      else if (m == "lenet" || m == "vgg" || m == "vgg_bn")
+        o.models = {"lenet", "vgg", "vgg_bn", "resnet20"};
+      else if (m == "lenet" || m == "vgg" || m == "vgg_bn" || m == "resnet20")
         o.models = {m};
       else
         usage(("unknown model " + m).c_str());
@@ -109,6 +113,11 @@ Options parse(int argc, char** argv) {
       o.tf32 = true;
     } else if (a == "--find") {
       o.find = true;
+    } else if (a == "--precision") {
+      // fp16 would need the trainer's loss scaling, which this step leaves out.
+      o.precision = value();
+      if (o.precision != "fp32" && o.precision != "bf16")
+        usage(("unknown precision " + o.precision + " (fp32 or bf16)").c_str());
     } else if (a == "--csv") {
       o.csv = true;
     } else if (a == "--help" || a == "-h") {
@@ -143,9 +152,10 @@ struct Result {
 Result run_model(const std::string& model, const Options& o, CudaBackend& be,
                  ddp::comm::NcclComm* comm, int ranks) {
   // The trainer's model, buckets and optimizer (nn::Model in device memory, sync::GradientSync).
-  const auto layers = ddp::app::preset_layers(model == "lenet"    ? "lenet"
-                                              : model == "vgg_bn" ? "vgg_small_bn"
-                                                                  : "vgg_small");
+  const auto layers = ddp::app::preset_layers(model == "lenet"      ? "lenet"
+                                              : model == "vgg_bn"   ? "vgg_small_bn"
+                                              : model == "resnet20" ? "resnet20"
+                                                                    : "vgg_small");
   const std::int64_t n = o.batch, classes = 10;
   const ddp::Shape input{3, 32, 32};
   const std::size_t sample = 3 * 32 * 32, xn = static_cast<std::size_t>(n) * sample;
@@ -294,8 +304,18 @@ int run(int argc, char** argv) {
   req.rank = rank;
   req.local_rank = placement[static_cast<std::size_t>(rank)].local_rank;
   req.local_size = placement[static_cast<std::size_t>(rank)].local_size;
-  for (int q = 0; q < size; ++q)
-    if (hosts[static_cast<std::size_t>(q)] == req.host) req.host_ranks.push_back(q);
+  // Which GPUs every rank sees (ranks bound to their own GPUs do not compete for the host's).
+  std::string set = ddp::app::visible_device_set();
+  set.resize(4095, '\0');  // a terminated 4096-byte record
+  set.push_back('\0');
+  std::vector<char> all_sets(static_cast<std::size_t>(size) * 4096);
+  MPI_Allgather(set.data(), 4096, MPI_CHAR, all_sets.data(), 4096, MPI_CHAR, MPI_COMM_WORLD);
+  for (int q = 0; q < size; ++q) {
+    if (hosts[static_cast<std::size_t>(q)] != req.host) continue;
+    req.host_ranks.push_back(q);
+    req.host_device_sets.emplace_back(all_sets.data() + static_cast<std::size_t>(q) * 4096);
+  }
+  if (static_cast<int>(req.host_device_sets.size()) != req.local_size) req.host_device_sets.clear();
   req.visible_devices = ddp::backend::cuda_device_count();
   if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) req.cuda_visible_devices = v;
   const int device = ddp::backend::assign_device(req);
@@ -315,6 +335,8 @@ int run(int argc, char** argv) {
   ddp::backend::CudaOptions copt;
   copt.allow_tf32 = o.tf32;
   copt.benchmark = o.find;
+  copt.precision =
+      o.precision == "bf16" ? ddp::backend::Precision::bf16 : ddp::backend::Precision::fp32;
   auto be = ddp::backend::make_cuda_backend(device, copt);
   std::optional<ddp::comm::NcclComm> comm;
   if (size > 1) comm.emplace(MPI_COMM_WORLD, device, be->compute_stream());
@@ -325,12 +347,12 @@ int run(int argc, char** argv) {
     std::printf(
         "  batch %lld per rank (global %lld), SGD momentum 0.9, %s, buckets %.1f MiB (first %.1f "
         "MiB), "
-        "uploads %s, TF32 %s, algorithms by %s\n",
+        "uploads %s, TF32 %s, precision %s, algorithms by %s\n",
         static_cast<long long>(o.batch), static_cast<long long>(o.batch * size),
         size > 1 ? "NCCL all-reduce" : "no communication (1 rank)", o.bucket_mb, o.first_bucket_mb,
-        o.upload ? "double-buffered" : "off", o.tf32 ? "on" : "off",
+        o.upload ? "double-buffered" : "off", o.tf32 ? "on" : "off", o.precision.c_str(),
         o.find ? "timing (cudnnFind)" : "heuristics (_v7)");
-    std::printf("  %-7s %5s %6s %6s %9s %11s %13s %11s %9s %s\n", "model", "ranks", "batch",
+    std::printf("  %-8s %5s %6s %6s %9s %11s %13s %11s %9s %s\n", "model", "ranks", "batch",
                 "steps", "ms/step", "compute ms", "comm wait ms", "images/s", "GFLOP/s", "loss");
   }
   for (const auto& m : o.models) {
@@ -340,13 +362,13 @@ int run(int argc, char** argv) {
     const double ms = 1000.0 * r.wall_s / std::max(r.steps, 1);
     const double images = static_cast<double>(o.batch * size) * r.steps / r.wall_s;
     const double gflops = 3.0 * r.flops * images / 1e9;
-    std::printf("  %-7s %5d %6lld %6d %9.3f %11.3f %13.3f %11.1f %9.1f %.3f->%.3f\n",
+    std::printf("  %-8s %5d %6lld %6d %9.3f %11.3f %13.3f %11.1f %9.1f %.3f->%.3f\n",
                 r.model.c_str(), size, static_cast<long long>(o.batch), r.steps, ms, r.compute_ms,
                 r.comm_ms, images, gflops, r.loss_first, r.loss_last);
     if (o.csv)
-      std::printf("csv,gpu,%s,%d,%lld,%d,%.4f,%.4f,%.4f,%.1f,%zu\n", r.model.c_str(), size,
+      std::printf("csv,gpu,%s,%d,%lld,%d,%.4f,%.4f,%.4f,%.1f,%zu,%s\n", r.model.c_str(), size,
                   static_cast<long long>(o.batch), r.steps, ms, r.compute_ms, r.comm_ms, images,
-                  r.buckets);
+                  r.buckets, o.precision.c_str());
     std::fflush(stdout);
   }
   return 0;

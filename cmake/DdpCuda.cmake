@@ -21,7 +21,8 @@
 #                        another target with .cu sources (bench/gpu_bench).
 #   ddp_cuda_add_tests(T [LABELS ...])
 #                        registers the multi-rank NCCL tests of the unit-test binary T: one rank per
-#                        visible GPU under mpiexec (skipped, exit 77, without a GPU).
+#                        GPU the test sees (scripts/visible_gpus.sh, CUDA_VISIBLE_DEVICES honoured)
+#                        under mpiexec (skipped, exit 77, without a GPU).
 #
 # Hints for finding the libraries: CUDNN_ROOT / NCCL_ROOT (CMake or environment variables), or
 # CUDNN_INCLUDE_DIR / CUDNN_LIBRARY / NCCL_INCLUDE_DIR / NCCL_LIBRARY directly. nvcc is taken from
@@ -238,15 +239,17 @@ function(ddp_cuda_add_tests target)
     message(STATUS "ddp_train: no mpiexec, multi-rank NCCL tests not registered")
     return()
   endif()
-  # One rank per GPU the machine shows; the test binary itself skips when there is none. Extra
-  # launcher flags (e.g. --mca btl ...) come from the environment variable MPIEXEC_EXTRA.
+  # One rank per GPU this process sees (scripts/visible_gpus.sh: nvidia-smi's list narrowed by
+  # CUDA_VISIBLE_DEVICES, as CUDA narrows it); the test binary itself skips when there is none.
+  # Extra launcher flags (e.g. --mca btl ...) come from the environment variable MPIEXEC_EXTRA.
   set(_script [=[
-n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-if [ "${n:-0}" -lt 1 ]; then echo "SKIPPED: no CUDA device (nvidia-smi lists no GPU)"; exit 77; fi
+n=$(sh "$2")
+if [ "${n:-0}" -lt 1 ]; then echo "SKIPPED: no CUDA device visible (nvidia-smi lists none, or CUDA_VISIBLE_DEVICES hides them)"; exit 77; fi
 exec "$0" -n "$n" $MPIEXEC_EXTRA "$1" --gtest_filter='CudaNccl*'
 ]=])
   add_test(NAME cuda.nccl_one_rank_per_gpu
-           COMMAND sh -c "${_script}" "${MPIEXEC_EXECUTABLE}" $<TARGET_FILE:${target}>)
+           COMMAND sh -c "${_script}" "${MPIEXEC_EXECUTABLE}" $<TARGET_FILE:${target}>
+                   "${PROJECT_SOURCE_DIR}/scripts/visible_gpus.sh")
   set(_labels gpu)
   if(ARG_LABELS)
     list(APPEND _labels ${ARG_LABELS})

@@ -16,6 +16,7 @@ packages=(
   ocl-icd-opencl-dev opencl-c-headers  # Debian's oneDNN CMake package (OpenCL GPU runtime) needs them
   dataset-fashion-mnist
   slurm-wlm munge lmod tcl iproute2 util-linux
+  xz-utils  # scripts/gpu_bundle.sh packs the CIFAR-10 subset with tar -J (test_gpu_bundle.sh)
   # test oracles: the PyTorch parity test, snapshot_to_torch.py, the torch benchmarks
   python3-torch python3-torchvision python3-h5py python3-pil python3-numpy libopenblas0
   python3-protobuf python3-crcmod  # the independent TensorBoard event-file reader

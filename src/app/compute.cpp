@@ -1,6 +1,7 @@
 #include "ddp/app/compute.hpp"
 
 #include <cstdlib>
+#include <iterator>
 
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/backend/cuda_backend.hpp"
@@ -15,8 +16,33 @@ std::string DeviceChoice::device_string() const {
   return index < 0 ? std::string("cpu") : backend::cuda_device_string(index);
 }
 
+std::string visible_device_set() {
+  std::string set;
+  try {
+    for (int d = 0, n = backend::cuda_device_count(); d < n; ++d) {
+      if (d > 0) set += ',';
+      set += backend::cuda_device_info(d).uuid;
+    }
+  } catch (const Error&) {
+    // A GPU that cannot be asked is reported by choose_device; its set is simply unknown here.
+  }
+  return set;
+}
+
+HostDevices gather_host_devices(const runtime::Runtime& rt, comm::Communicator& comm) {
+  // One exchange for both (host names hold no newline): start-up costs no extra collective.
+  HostDevices out;
+  for (const auto& r : runtime::allgather_strings(rt.host() + '\n' + visible_device_set(), comm)) {
+    const auto nl = r.find('\n');
+    out.hosts.push_back(r.substr(0, nl));
+    out.device_sets.push_back(nl == std::string::npos ? std::string() : r.substr(nl + 1));
+  }
+  return out;
+}
+
 DeviceChoice choose_device(const std::string& mode, const runtime::Runtime& rt,
-                           const std::vector<std::string>& hosts) {
+                           const std::vector<std::string>& hosts,
+                           const std::vector<std::string>& device_sets) {
   DeviceChoice c;
   if (mode == "cpu") {
     c.note = "runtime.device = cpu";
@@ -36,8 +62,13 @@ DeviceChoice choose_device(const std::string& mode, const runtime::Runtime& rt,
   req.rank = rt.rank();
   req.local_rank = rt.local_rank();
   req.local_size = rt.local_size();
-  for (std::size_t r = 0; r < hosts.size(); ++r)
-    if (hosts[r] == rt.host()) req.host_ranks.push_back(static_cast<int>(r));
+  for (std::size_t r = 0; r < hosts.size(); ++r) {
+    if (hosts[r] != rt.host()) continue;
+    req.host_ranks.push_back(static_cast<int>(r));
+    if (r < device_sets.size()) req.host_device_sets.push_back(device_sets[r]);
+  }
+  // Only a complete list is usable (the local ranks are these hosts' ranks in rank order).
+  if (std::ssize(req.host_device_sets) != rt.local_size()) req.host_device_sets.clear();
   req.visible_devices = visible;
   if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) req.cuda_visible_devices = v;
   try {
@@ -72,8 +103,8 @@ Compute setup_compute(const Config& cfg, const runtime::Runtime& rt, comm::Commu
     out.backend = backend::make_cpu_backend();
     return out;
   }
-  const auto hosts = runtime::allgather_strings(rt.host(), comm);
-  const DeviceChoice me = choose_device(mode, rt, hosts);
+  const auto [hosts, device_sets] = gather_host_devices(rt, comm);
+  const DeviceChoice me = choose_device(mode, rt, hosts, device_sets);
   runtime::RecordWriter w;
   w.put(std::int64_t{me.index}).put(me.uuid).put(me.name).put(me.error).put(me.note);
   const auto records = runtime::allgather_strings(w.bytes(), comm);

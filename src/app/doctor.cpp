@@ -13,6 +13,7 @@
 
 #include "ddp/app/compute.hpp"
 #include "ddp/app/config_agreement.hpp"
+#include "ddp/app/doctor_nccl.hpp"
 #include "ddp/app/threads.hpp"
 #include "ddp/backend/cuda_backend.hpp"
 #include "ddp/backend/device_assign.hpp"
@@ -111,8 +112,9 @@ struct RankReport {
 
 // The GPU this rank would train on, or why none (as training chooses it).
 void examine_device(const Config& cfg, const runtime::Runtime& rt,
-                    const std::vector<std::string>& hosts, RankReport& me) {
-  const DeviceChoice c = choose_device(cfg.runtime.device, rt, hosts);
+                    const std::vector<std::string>& hosts,
+                    const std::vector<std::string>& device_sets, RankReport& me) {
+  const DeviceChoice c = choose_device(cfg.runtime.device, rt, hosts, device_sets);
   me.info.device = c.device_string();
   me.device_error = c.error;
   me.device_note = c.note;
@@ -377,8 +379,8 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
   for (const auto& p : runtime::check_launch(rt.rank(), rt.size(), rt.launch_env()))
     (p.severity == runtime::LaunchProblem::Severity::error ? me.launch_errors : me.launch_warnings)
         .push_back(p.message);
-  const auto hosts = runtime::allgather_strings(rt.host(), comm);
-  examine_device(cfg, rt, hosts, me);
+  const auto [hosts, device_sets] = gather_host_devices(rt, comm);
+  examine_device(cfg, rt, hosts, device_sets, me);
   examine_dataset(cfg, rt, options, me);
   me.network.host = rt.host();
   try {
@@ -410,20 +412,11 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
   // GPU of its own (the devices check passed, which every rank knows from the same reports).
   std::unique_ptr<comm::NcclComm> nccl;
   if (devices.verdict == Verdict::pass) {
-    std::string err;
-    try {
-      comm::NcclCommOptions nopts;
-      nopts.comm = comm::comm_options_from_env(cfg.comm.timeout_s);
-      nccl = std::make_unique<comm::NcclComm>(MPI_COMM_WORLD, static_cast<int>(me.device_index),
-                                              nullptr, nopts);
-      err = comm::verify_collectives(*nccl);
-    } catch (const Error& e) {
-      err = e.what();
-    }
-    std::map<std::string, std::vector<int>> errors;
-    const auto errs = runtime::allgather_strings(err, comm);
-    for (std::size_t r = 0; r < errs.size(); ++r)
-      if (!errs[r].empty()) errors[errs[r]].push_back(static_cast<int>(r));
+    comm::NcclCommOptions nopts;
+    nopts.comm = comm::comm_options_from_env(cfg.comm.timeout_s);
+    NcclCheck result = check_nccl(comm, static_cast<int>(me.device_index), nopts);
+    nccl = std::move(result.comm);
+    const auto& errors = result.errors;
     Check c{"nccl", errors.empty() ? Verdict::pass : Verdict::fail, {}};
     c.lines.push_back(errors.empty()
                           ? comm::nccl_version() + ": the same collectives exact on all " +
@@ -431,7 +424,6 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
                           : comm::nccl_version() + ": wrong results or errors");
     for (const auto& l : by_ranks(all, errors)) c.lines.push_back(l);
     checks.push_back(c);
-    if (!errors.empty()) nccl.reset();
   }
   int failed = 0, warned = 0;
   for (const auto& c : checks) {

@@ -2,6 +2,7 @@
 #include "ddp/backend/device_assign.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <utility>
 
@@ -52,13 +53,38 @@ int assign_device(const DeviceRequest& r) {
                       visible_note(r.cuda_visible_devices) +
                       "; make the GPUs visible to it (srun --gpus-per-task=1 or --gpus-per-node, "
                       "CUDA_VISIBLE_DEVICES) or set runtime.device = \"cpu\"");
+  // The host's ranks that see the same GPUs as this one compete for them; ranks bound to other
+  // GPUs (srun --gpus-per-task=2: each task its own pair, numbered 0 and 1 in each) do not.
+  int position = r.local_rank, sharing = r.local_size;
+  std::vector<int> sharing_ranks = host_ranks;
+  const bool sets_known = !r.host_device_sets.empty();
+  if (sets_known) {
+    if (std::ssize(r.host_device_sets) != r.local_size)
+      throw Error("internal: " + std::to_string(r.host_device_sets.size()) +
+                  " visible-device sets for " + std::to_string(r.local_size) + " local ranks");
+    const std::string& mine = r.host_device_sets[static_cast<std::size_t>(r.local_rank)];
+    position = 0;
+    sharing = 0;
+    sharing_ranks.clear();
+    for (int i = 0; i < r.local_size; ++i) {
+      if (r.host_device_sets[static_cast<std::size_t>(i)] != mine) continue;
+      if (i < r.local_rank) ++position;
+      ++sharing;
+      if (i < std::ssize(r.host_ranks))
+        sharing_ranks.push_back(r.host_ranks[static_cast<std::size_t>(i)]);
+    }
+    if (sharing_ranks.empty()) sharing_ranks.push_back(r.rank);
+  }
   // Bound to one GPU (Slurm binding or a per-rank CUDA_VISIBLE_DEVICES): that one. Whether
   // another rank got the same GPU is check_distinct_devices' question.
   if (r.visible_devices == 1) return 0;
-  if (r.local_rank < r.visible_devices) return r.local_rank;
+  if (position < r.visible_devices) return position;
   const std::string n_gpus = std::to_string(r.visible_devices);
-  throw ConfigError("host " + r.host + " runs " + std::to_string(r.local_size) + " ranks (" +
-                    ranks_phrase(host_ranks) + ") but they see only " + n_gpus + " GPUs" +
+  const bool subset = sets_known && sharing < r.local_size;
+  throw ConfigError("host " + r.host + " runs " + std::to_string(sharing) + " ranks (" +
+                    ranks_phrase(sharing_ranks) + ")" +
+                    (subset ? " that see the same " + n_gpus + " GPUs"
+                            : " but they see only " + n_gpus + " GPUs") +
                     visible_note(r.cuda_visible_devices) + ": one GPU per rank is needed (rank " +
                     std::to_string(r.rank) + " has none); start at most " + n_gpus +
                     " ranks on this host (srun --ntasks-per-node=" + n_gpus +

@@ -357,6 +357,38 @@ void wait_mpi(NcclComm::Impl& m, MPI_Request& req, const CollectiveInfo& info) {
   }
 }
 
+// DDP_FAULT_NCCL_BOOTSTRAP_STALL: a receive that nothing matches stands for the bootstrap's
+// exchange, waited under the timeout like the real one; the request is withdrawn before the stall
+// is reported (thrown or the job aborted, as the options say).
+void stall_bootstrap(NcclComm::Impl& m) {
+  std::fprintf(stderr,
+               "ddp_train: fault injection (DDP_FAULT_NCCL_BOOTSTRAP_STALL, test only): rank %d's "
+               "NCCL bootstrap never completes\n",
+               m.rank);
+  std::fflush(stderr);
+  const CollectiveInfo info{0, "NCCL setup (broadcast of the unique id from rank 0)",
+                            sizeof(IdMessage)};
+  IdMessage msg{};
+  MPI_Request req = MPI_REQUEST_NULL;
+  constexpr int kNeverSentTag = 0x5d1;
+  if (MPI_Irecv(&msg, static_cast<int>(sizeof msg), MPI_BYTE, 0, kNeverSentTag, m.mpi, &req) !=
+      MPI_SUCCESS)
+    throw SystemError("NCCL setup: MPI_Irecv (fault injection) failed");
+  const auto start = Clock::now();
+  Backoff backoff;
+  for (;;) {
+    int done = 0;
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    if (m.expired(start)) {
+      MPI_Cancel(&req);
+      MPI_Wait(&req, MPI_STATUS_IGNORE);
+      m.stall(info);
+    }
+    backoff.pause();
+  }
+}
+
 }  // namespace
 
 NcclComm::NcclComm(MPI_Comm comm, int device, void* compute_stream, NcclCommOptions options)
@@ -373,6 +405,7 @@ NcclComm::NcclComm(MPI_Comm comm, int device, void* compute_stream, NcclCommOpti
   if (MPI_Comm_idup(comm, &m.mpi, &req) != MPI_SUCCESS)
     throw SystemError("NCCL setup: MPI_Comm_idup failed");
   wait_mpi(m, req, CollectiveInfo{0, "NCCL setup (MPI_Comm_idup)", 0});
+  if (m.options.fault_stall_bootstrap) stall_bootstrap(m);
 
   cuda_check(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
   m.compute = static_cast<cudaStream_t>(compute_stream);

@@ -15,8 +15,9 @@ else
 fi
 [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 "$BIN" --version | grep -q '^backends:.*, cuda (' || skip "this ddp_train was built without the CUDA backend"
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-[ "${gpus:-0}" -ge 1 ] || skip "no GPU on this machine (nvidia-smi lists none)"
+# The GPUs this test's processes see (CUDA_VISIBLE_DEVICES honoured), not the machine's.
+gpus=$(sh "$SRC/scripts/visible_gpus.sh")
+[ "${gpus:-0}" -ge 1 ] || skip "no GPU visible (nvidia-smi lists none, or CUDA_VISIBLE_DEVICES='${CUDA_VISIBLE_DEVICES-}' hides them)"
 
 common=(--config "$SRC/configs/fashion_mnist.toml" --train.global_batch 256)
 run() {  # run NAME NP DEVICE ARGS...

@@ -493,6 +493,24 @@ TEST_F(CudaVsCpu, ReluDropoutMulExact) {
                           YS.floats());
     expect_equal(mask, down(M, mask.size()), "dropout mask (device sample ids)");
   }
+  // Two dropout layers of one micro-batch pass the same host ids: one upload serves both, and the
+  // next micro-batch's ids (other values, the same array) are uploaded again, not taken stale.
+  std::vector<std::int64_t> batch_ids = {7, 8, 9, 10};
+  const std::int64_t before = gpu_->sample_id_uploads();
+  for (int layer = 0; layer < 3; ++layer) {
+    cpu_->dropout_forward(n, per, 0.5f, 11 + layer, batch_ids.data(), xs.data(), mask.data(),
+                          ys.data());
+    gpu_->dropout_forward(n, per, 0.5f, 11 + layer, batch_ids.data(), XS.floats(), M.floats(),
+                          YS.floats());
+    expect_equal(mask, down(M, mask.size()), "dropout mask, layer " + std::to_string(layer));
+  }
+  EXPECT_EQ(gpu_->sample_id_uploads() - before, 1);
+  for (auto& id : batch_ids) id += 4;  // the next micro-batch, in the same host array
+  cpu_->dropout_forward(n, per, 0.5f, 11, batch_ids.data(), xs.data(), mask.data(), ys.data());
+  gpu_->dropout_forward(n, per, 0.5f, 11, batch_ids.data(), XS.floats(), M.floats(), YS.floats());
+  expect_equal(mask, down(M, mask.size()), "dropout mask, next micro-batch");
+  EXPECT_EQ(gpu_->sample_id_uploads() - before, 2);
+
   std::vector<float> prod(xs.size());
   cpu_->mul(static_cast<std::int64_t>(xs.size()), xs.data(), mask.data(), prod.data());
   gpu_->mul(static_cast<std::int64_t>(xs.size()), XS.floats(), M.floats(), YS.floats());
@@ -735,6 +753,13 @@ TEST(CudaReducedPrecision, ConvolutionAndLinearTrackFp32) {
     expect_close(dw, down(DW, dw.size()), tol, 0.0, "linear backward dw");
     expect_close(db, down(DB, db.size()), 1e-5, 1e-4, "linear backward db (fp32)");
   }
+}
+
+// An allocation the GPU cannot satisfy is a SystemError, and the backend goes on working.
+TEST_F(CudaVsCpu, FailedAllocationIsAnErrorAndTheBackendGoesOn) {
+  EXPECT_THROW(DeviceBuffer(gpu_->device_index(), std::size_t{1} << 52), SystemError);
+  auto X = up(random_vec(1000, 5));
+  EXPECT_EQ(down(X, 1000), random_vec(1000, 5));
 }
 
 // --- availability: runs with or without a GPU ----------------------------------------------------

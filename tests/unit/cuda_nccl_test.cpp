@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -48,21 +49,68 @@ class CudaNccl : public ::testing::Test {
     MPI_Comm_free(&node);
     const int visible = backend::cuda_device_count();
     // The same decision on every rank, or some would wait in collectives the others skip.
-    int ok = visible >= 1 && (visible == 1 || local_size <= visible) ? 1 : 0, all_ok = 0;
+    int ok = visible >= 1 ? 1 : 0, all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!all_ok)
-      GTEST_SKIP() << "more ranks on a node than visible GPUs (" << local_size << " ranks, "
-                   << visible << " GPUs): run one rank per GPU";
-    backend::DeviceRequest req;
+    if (!all_ok) GTEST_SKIP() << "a rank sees no GPU: run one rank per GPU";
+    // Device assignment as ddp_train makes it: host, place on the host, and the GPU set each of
+    // the host's ranks sees (UUIDs), gathered in fixed-size records.
     char host[256] = {};
     int len = 0;
     MPI_Get_processor_name(host, &len);
+    std::string set;
+    for (int d = 0; d < visible; ++d) {
+      if (d > 0) set += ',';
+      set += backend::cuda_device_info(d).uuid;
+    }
+    constexpr std::size_t kRecord = 4096;
+    std::vector<char> mine(kRecord, '\0');
+    std::snprintf(mine.data(), kRecord, "%s|%s", host, set.c_str());
+    std::vector<char> all(kRecord * static_cast<std::size_t>(size_));
+    MPI_Allgather(mine.data(), static_cast<int>(kRecord), MPI_CHAR, all.data(),
+                  static_cast<int>(kRecord), MPI_CHAR, MPI_COMM_WORLD);
+    backend::DeviceRequest req;
     req.host = host;
     req.rank = rank_;
     req.local_rank = local_rank;
     req.local_size = local_size;
     req.visible_devices = visible;
-    device_ = backend::assign_device(req);
+    for (int q = 0; q < size_; ++q) {
+      const std::string rec(all.data() + kRecord * static_cast<std::size_t>(q));
+      if (rec.substr(0, rec.find('|')) != req.host) continue;
+      req.host_ranks.push_back(q);
+      req.host_device_sets.push_back(rec.substr(rec.find('|') + 1));
+    }
+    if (std::ssize(req.host_device_sets) != local_size) req.host_device_sets.clear();
+    int assigned = 1, all_assigned = 0;
+    try {
+      device_ = backend::assign_device(req);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "rank %d: %s\n", rank_, e.what());
+      assigned = 0;
+    }
+    MPI_Allreduce(&assigned, &all_assigned, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_assigned)
+      GTEST_SKIP() << "more ranks on a host than the GPUs they see (" << local_size << " ranks, "
+                   << visible << " GPUs): run one rank per GPU";
+    // Two ranks on one GPU would make NCCL fail obscurely: the check ddp_train makes, on the
+    // claims of every rank (the same verdict everywhere).
+    std::vector<char> claim(kRecord, '\0'), claims_raw(kRecord * static_cast<std::size_t>(size_));
+    std::snprintf(claim.data(), kRecord, "%s|%d|%s", host, device_,
+                  backend::cuda_device_info(device_).uuid.c_str());
+    MPI_Allgather(claim.data(), static_cast<int>(kRecord), MPI_CHAR, claims_raw.data(),
+                  static_cast<int>(kRecord), MPI_CHAR, MPI_COMM_WORLD);
+    std::vector<backend::DeviceClaim> claims;
+    for (int q = 0; q < size_; ++q) {
+      const std::string rec(claims_raw.data() + kRecord * static_cast<std::size_t>(q));
+      const auto a = rec.find('|'), b = rec.find('|', a + 1);
+      claims.push_back(
+          {q, rec.substr(0, a), std::stoi(rec.substr(a + 1, b - a - 1)), rec.substr(b + 1), ""});
+    }
+    try {
+      backend::check_distinct_devices(claims);
+    } catch (const ConfigError& e) {
+      FAIL() << "the launcher gave two ranks one GPU: " << e.what();
+    }
     gpu_ = backend::make_cuda_backend(device_);
     NcclCommOptions o;
     o.comm.timeout_s = 120;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ddp/error.hpp"
@@ -66,6 +67,63 @@ TEST(DeviceAssign, MoreRanksThanGpusNamesHostAndRanks) {
   // Without the rank list, the rank itself is named.
   const std::string msg2 = config_error(request("node07", 3, 3, 4, 3));
   EXPECT_NE(msg2.find("rank 3"), std::string::npos) << msg2;
+}
+
+// What Slurm's srun --gpus-per-task=2 gives 4 tasks on a 8-GPU node: each rank sees its own pair,
+// numbered 0 and 1 in each. The ranks do not compete: each takes the first GPU of its pair.
+TEST(DeviceAssign, SeveralGpusPerTaskEachRankItsOwnSet) {
+  const std::vector<std::string> sets = {"GPU-a,GPU-b", "GPU-c,GPU-d", "GPU-e,GPU-f",
+                                         "GPU-g,GPU-h"};
+  for (int lr = 0; lr < 4; ++lr) {
+    auto r = request("gpu12", 8 + lr, lr, 4, 2, {8, 9, 10, 11});
+    r.host_device_sets = sets;
+    r.cuda_visible_devices = "0,1";
+    EXPECT_EQ(assign_device(r), 0) << "local rank " << lr;
+  }
+  // The same sets without the set information: local ranks 2 and 3 would have no GPU (the defect).
+  EXPECT_FALSE(config_error(request("gpu12", 10, 2, 4, 2, {8, 9, 10, 11})).empty());
+}
+
+TEST(DeviceAssign, RanksSharingASetSplitIt) {
+  // 4 ranks, 2 pairs of ranks each bound to the same 2 GPUs (--gpus-per-task with 2 tasks per
+  // set, or a wrapper): each pair splits its GPUs, position among the ranks with the same set.
+  const std::vector<std::string> sets = {"GPU-a,GPU-b", "GPU-c,GPU-d", "GPU-a,GPU-b",
+                                         "GPU-c,GPU-d"};
+  const int expected[] = {0, 0, 1, 1};
+  for (int lr = 0; lr < 4; ++lr) {
+    auto r = request("n3", lr, lr, 4, 2, {0, 1, 2, 3});
+    r.host_device_sets = sets;
+    EXPECT_EQ(assign_device(r), expected[lr]) << "local rank " << lr;
+  }
+  // Every rank sees all 4 GPUs (one set): local rank i takes GPU i, as before.
+  for (int lr = 0; lr < 4; ++lr) {
+    auto r = request("n3", lr, lr, 4, 4, {0, 1, 2, 3});
+    r.host_device_sets.assign(4, "GPU-a,GPU-b,GPU-c,GPU-d");
+    EXPECT_EQ(assign_device(r), lr);
+  }
+}
+
+TEST(DeviceAssign, TooManyRanksOnOneSetNamesThoseRanks) {
+  // Ranks 4, 6 and 7 see the same two GPUs; rank 5 has its own. Rank 7 (third on its set) has none.
+  auto r = request("node08", 7, 3, 4, 2, {4, 5, 6, 7});
+  r.host_device_sets = {"GPU-a,GPU-b", "GPU-c,GPU-d", "GPU-a,GPU-b", "GPU-a,GPU-b"};
+  const std::string msg = config_error(r);
+  ASSERT_FALSE(msg.empty());
+  EXPECT_NE(msg.find("node08 runs 3 ranks (ranks 4, 6, 7) that see the same 2 GPUs"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("rank 7 has none"), std::string::npos) << msg;
+  // The others get theirs: rank 4 GPU 0, rank 5 GPU 0 of its own pair, rank 6 GPU 1.
+  const std::tuple<int, int, int> others[] = {{4, 0, 0}, {5, 1, 0}, {6, 2, 1}};
+  for (const auto& [rank, lr, want] : others) {
+    auto q = request("node08", rank, lr, 4, 2, {4, 5, 6, 7});
+    q.host_device_sets = r.host_device_sets;
+    EXPECT_EQ(assign_device(q), want) << "rank " << rank;
+  }
+  // A set list that does not match the host's ranks is a bug of the caller.
+  auto bad = request("node08", 4, 0, 4, 2, {4, 5, 6, 7});
+  bad.host_device_sets = {"GPU-a,GPU-b"};
+  EXPECT_THROW(assign_device(bad), Error);
 }
 
 TEST(DeviceAssign, NoGpuVisible) {

@@ -22,9 +22,19 @@ struct DeviceChoice {
   std::string note;                   // why the CPU, for reports
   std::string device_string() const;  // "cpu" | "cuda:N"
 };
-// hosts: every rank's host name, in rank order (to know the ranks sharing this rank's host).
+// The GPUs this process sees, as their UUIDs in device order joined by ','; "" without any. Two
+// ranks with the same text see the same GPUs (device_assign's visible-device sets).
+std::string visible_device_set();
+// Every rank's host name and visible_device_set(), in rank order, in one collective over `comm`.
+struct HostDevices {
+  std::vector<std::string> hosts, device_sets;
+};
+HostDevices gather_host_devices(const runtime::Runtime& rt, comm::Communicator& comm);
+// hosts: every rank's host name, in rank order (to know the ranks sharing this rank's host);
+// device_sets: every rank's visible_device_set(), in rank order.
 DeviceChoice choose_device(const std::string& mode, const runtime::Runtime& rt,
-                           const std::vector<std::string>& hosts);
+                           const std::vector<std::string>& hosts,
+                           const std::vector<std::string>& device_sets);
 
 struct Compute {
   std::unique_ptr<backend::Backend> backend;

@@ -116,6 +116,9 @@ class CudaBackend : public Backend {
 
   // Bytes of the shared cuDNN workspace allocated so far (<= workspace_limit_bytes).
   virtual std::size_t workspace_bytes() const = 0;
+  // Copies of pageable dropout sample ids made so far: one per micro-batch, however many dropout
+  // layers read them (the later ones find them on the device already).
+  virtual std::int64_t sample_id_uploads() const = 0;
 };
 
 // A backend on GPU `device` (an index among the visible devices). Makes `device` the calling

@@ -1,10 +1,11 @@
 #pragma once
 // Which GPU each rank uses, as pure functions (unit-tested without a GPU). One GPU per rank:
 //
-//  1. Every rank calls assign_device() with what it knows locally: its host, its place among the
-//     ranks on that host (runtime::Runtime::local_rank/local_size, from the host-name allgather),
-//     and how many GPUs it sees (cuda_device_count(), after CUDA_VISIBLE_DEVICES or Slurm's
-//     per-task GPU binding have taken effect).
+//  1. Every rank calls assign_device() with its host, its place among the ranks on that host
+//     (runtime::Runtime::local_rank/local_size, from the host-name allgather), how many GPUs it
+//     sees (cuda_device_count(), after CUDA_VISIBLE_DEVICES or Slurm's per-task GPU binding have
+//     taken effect) and, gathered from the host's ranks, which GPUs each of them sees (their
+//     UUIDs): ranks bound to different GPU sets (srun --gpus-per-task=2) do not compete.
 //  2. Every rank looks up the UUID of the GPU it chose (cuda_device_info(d).uuid), the ranks
 //     allgather (rank, host, device, uuid), and check_distinct_devices() rejects two ranks on one
 //     physical GPU, which step 1 cannot see (two ranks that each see "one GPU" may see the same
@@ -25,14 +26,18 @@ struct DeviceRequest {
   int local_size = 1;           // number of ranks on `host`
   std::vector<int> host_ranks;  // global ranks on `host` in local-rank order (empty: unknown)
   int visible_devices = 0;      // GPUs this rank sees
+  // The visible-device set of each rank on `host` (its GPUs' UUIDs in its device order, joined),
+  // in local-rank order; empty: unknown, every rank on the host is taken to see the same GPUs.
+  std::vector<std::string> host_device_sets;
   std::optional<std::string> cuda_visible_devices;  // CUDA_VISIBLE_DEVICES when set (messages)
 };
 
 // The device index (among the rank's visible devices) the rank uses:
 //  - a rank that sees exactly one GPU uses it, device 0 (Slurm --gpus-per-task / --gpu-bind, or
 //    CUDA_VISIBLE_DEVICES set per rank by a wrapper);
-//  - otherwise local rank i uses device i, which needs at least as many visible GPUs as there are
-//    ranks on the host.
+//  - otherwise the rank's position among the host's ranks that see the same set of GPUs picks
+//    the device (all of the host's ranks when every rank sees all GPUs; only itself when Slurm
+//    gives each task its own GPUs), which needs as many visible GPUs as such ranks.
 // Throws ConfigError when the rank sees no GPU, or when the host has more ranks than GPUs.
 int assign_device(const DeviceRequest& r);
 

@@ -25,18 +25,30 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "ddp/comm/comm_options.hpp"
 #include "ddp/comm/communicator.hpp"
 
 namespace ddp::comm {
 
+// Test-only fault injection: DDP_FAULT_NCCL_BOOTSTRAP_STALL=1 makes the bootstrap's exchange
+// never complete on every rank (as a firewall between the ranks would), right after the control
+// communicator is duplicated and before any CUDA call, so that the stall handling of the setup
+// (doctor's NCCL check) can be tested on a machine without GPUs.
+inline bool nccl_bootstrap_stall_fault_from_env() {
+  const char* v = std::getenv("DDP_FAULT_NCCL_BOOTSTRAP_STALL");
+  return v && std::string_view(v) == "1";
+}
+
 struct NcclCommOptions {
   CommOptions comm = comm_options_from_env();
   // After a stall report: end the whole job (MPI_Abort on MPI_COMM_WORLD) or throw SystemError.
   bool abort_job_on_stall = true;
+  bool fault_stall_bootstrap = nccl_bootstrap_stall_fault_from_env();
 };
 
 class NcclComm final : public Communicator {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "cuda_handles.hpp"
 #include "ddp/backend/cuda_backend.hpp"
@@ -64,6 +65,8 @@ class Context {
   // pageable host memory is copied (the copy is staged before the call returns).
   const std::int32_t* device_labels(const std::int32_t* p, std::int64_t n);
   const std::int64_t* device_sample_ids(const std::int64_t* p, std::int64_t n);
+  // How often device_sample_ids did not find its ids already on the device (tests).
+  std::int64_t sample_id_uploads() const { return sample_id_uploads_; }
 
   // Scratch for the loss: log-probabilities, per-sample results, accumulators (slot 0: deferred,
   // slot 1: immediate), and the pinned buffer they are read back through.
@@ -113,6 +116,9 @@ class Context {
   };
   std::array<HostSlot, 4> host_slots_;
   std::size_t next_slot_ = 0;
+  // The pageable ids whose copy sample_ids_ holds (in compute-stream order), to upload them once.
+  std::vector<std::int64_t> sample_ids_held_;
+  std::int64_t sample_id_uploads_ = 0;
 };
 
 }  // namespace ddp::backend::cuda

@@ -82,9 +82,25 @@ void Context::grow(DeviceBuffer& b, std::size_t bytes) {
 
 void Context::reserve_workspace(std::size_t bytes) {
   if (workspace_.bytes() >= bytes) return;
-  sync();
-  workspace_ = DeviceBuffer();  // free first: the old and the new one need not fit together
-  workspace_ = DeviceBuffer(device_, bytes);
+  // The new one first: if it cannot be had, the old one stays, and so do the plans that fit it.
+  DeviceBuffer fresh;
+  try {
+    fresh = DeviceBuffer(device_, bytes);
+  } catch (const SystemError&) {
+    // Perhaps the two do not fit together: free the old one (once the kernels using it are done)
+    // and try again; if that fails too, take the old size back before reporting.
+    const std::size_t old = workspace_.bytes();
+    sync();
+    workspace_ = DeviceBuffer();
+    try {
+      fresh = DeviceBuffer(device_, bytes);
+    } catch (const SystemError&) {
+      if (old > 0) workspace_ = DeviceBuffer(device_, old);
+      throw;
+    }
+  }
+  sync();  // earlier kernels may still use the old workspace, which is freed now
+  workspace_ = std::move(fresh);
 }
 
 const float* Context::ones(std::int64_t n) {
@@ -130,7 +146,22 @@ const std::int32_t* Context::device_labels(const std::int32_t* p, std::int64_t n
   return device_ints(p, n, labels_);
 }
 const std::int64_t* Context::device_sample_ids(const std::int64_t* p, std::int64_t n) {
-  return device_ints(p, n, sample_ids_);
+  // Every dropout layer of a micro-batch passes the same ids: upload them once, and let the later
+  // layers read the device copy (stream order makes it current for them), instead of a copy per
+  // layer through the small ring of pinned slots (which would then wait for its own earlier
+  // copies).
+  const auto count = static_cast<std::size_t>(std::max<std::int64_t>(n, 0));
+  if (p && count > 0 && sample_ids_held_.size() == count &&
+      std::memcmp(sample_ids_held_.data(), p, count * sizeof(std::int64_t)) == 0)
+    return sample_ids_.as<std::int64_t>();
+  const std::int64_t* d = device_ints(p, n, sample_ids_);
+  // Only a copy into sample_ids_ is remembered (device, managed and pinned ids are used in place).
+  if (d == sample_ids_.as<std::int64_t>() && d != p)
+    sample_ids_held_.assign(p, p + count);
+  else
+    sample_ids_held_.clear();
+  ++sample_id_uploads_;
+  return d;
 }
 
 float* Context::loss_logp(std::int64_t count) {
@@ -288,6 +319,7 @@ class CudaBackendImpl final : public CudaBackend {
     DDP_CUDA_CHECK(cudaStreamSynchronize(ctx_->copy_stream()));
   }
   void synchronize_compute() override { ctx_->sync(); }
+  std::int64_t sample_id_uploads() const override { return ctx_->sample_id_uploads(); }
   void to_device(const void* host, void* device, std::size_t bytes) override {
     if (bytes == 0) return;
     DDP_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, ctx_->stream()));

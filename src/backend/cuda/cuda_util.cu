@@ -212,12 +212,17 @@ DeviceBuffer::DeviceBuffer(int device, std::size_t bytes) : device_(device) {
   cuda::DeviceGuard guard(device);
   void* p = nullptr;
   DDP_CUDA_CHECK(cudaMalloc(&p, bytes));
+  // cudaMemset runs on the legacy default stream, which our non-blocking streams do not wait for:
+  // finish it here (allocation is rare). The object owns the memory only once it is zeroed: a
+  // constructor that throws runs no destructor, so a failure frees it here.
+  cudaError_t e = cudaMemset(p, 0, bytes);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(nullptr);
+  if (e != cudaSuccess) {
+    (void)cudaFree(p);
+    DDP_CUDA_CHECK(e);
+  }
   ptr_ = p;
   bytes_ = bytes;
-  // cudaMemset runs on the legacy default stream, which our non-blocking streams do not wait for:
-  // finish it here (allocation is rare).
-  DDP_CUDA_CHECK(cudaMemset(p, 0, bytes));
-  DDP_CUDA_CHECK(cudaStreamSynchronize(nullptr));
 }
 
 DeviceBuffer::~DeviceBuffer() {

@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# Every GPU answer in one run, on a node with an NVIDIA driver and the CUDA toolkit (cuDNN >= 9,
+# NCCL >= 2.14) but no package archive. Prepare the bundle elsewhere (scripts/gpu_bundle.sh), copy
+# the source tree with gpu_bundle/ to the node, then:
+#
+#   scripts/gpu_check.sh [--dry-run] [--bundle DIR] [--report FILE] [--work DIR] [--data DIR]
+#                        [--configure-only]
+#
+#   --bundle DIR      the bundle (default: gpu_bundle/ in the source tree); its packages are
+#                     unpacked into WORK/prefix and CMake is configured against that prefix.
+#                     Without a bundle the system's packages are used.
+#   --report FILE     the report (default: WORK/gpu_check_report.txt): every step's verdict and figures
+#   --work DIR        build tree, prefix, runs (default: ./gpu_check_work)
+#   --data DIR        CIFAR-10 binaries (cifar-10-batches-bin); default: ../shared/data beside the
+#                     source tree when complete, else the bundle's subset
+#   --configure-only  unpack and configure, then stop (what the bundle's test checks)
+#   --dry-run         list the steps and their commands, run nothing
+#
+# The steps: build for the GPU found (its compute capability only); the GPU unit tests; the NCCL
+# unit tests with one rank per visible GPU; the 1- and N-GPU integration test
+# (test_cuda_training.sh, needs Fashion-MNIST) and the same comparisons on CIFAR-10 (GPU vs CPU,
+# N GPUs vs 1); compute-sanitizer memcheck, racecheck and synccheck on a short training where the
+# tool exists; gpu_bench for LeNet, VGG and ResNet-20 in fp32 and bf16; the 10-epoch LeNet/CIFAR-10
+# run. Sized to finish in under 10 minutes on one modern GPU. Exit status: 0 when no step failed.
+set -uo pipefail
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bundle="$src/gpu_bundle"
+bundle_given=0
+work="$PWD/gpu_check_work"
+report=""
+data=""
+dry=0
+configure_only=0
+while (($#)); do
+  case $1 in
+    --dry-run) dry=1; shift ;;
+    --bundle) bundle=$2; bundle_given=1; shift 2 ;;
+    --report) report=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    --data) data=$2; shift 2 ;;
+    --configure-only) configure_only=1; shift ;;
+    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+    *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+work=$(realpath -m "$work")
+report=${report:-$work/gpu_check_report.txt}
+prefix="$work/prefix"
+build="$work/build"
+runs="$work/runs"
+logs="$work/logs"
+if [ ! -d "$bundle" ]; then
+  [ "$bundle_given" = 1 ] && { echo "gpu_check: no bundle at $bundle" >&2; exit 2; }
+  bundle=""
+fi
+jobs=$(nproc 2> /dev/null || echo 4)
+gpus=$(sh "$src/scripts/visible_gpus.sh")
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2> /dev/null | head -1 | tr -d ' .')
+failed=0
+
+say() { echo "$*" | tee -a "$report"; }
+# step NAME COMMAND...: runs it (output in logs/NAME.log), records PASS, SKIP (exit 77) or FAIL with
+# the time taken; --dry-run prints the command instead.
+step() {
+  local name=$1; shift
+  if [ "$dry" = 1 ]; then
+    printf '  %-26s %s\n' "$name" "${what[$name]:-$*}"
+    return 0
+  fi
+  local t0 rc verdict
+  t0=$(date +%s.%N)
+  echo "== $name: $*" >> "$logs/steps.log"
+  "$@" > "$logs/$name.log" 2>&1
+  rc=$?
+  case $rc in
+    0) verdict=PASS ;;
+    77) verdict=SKIP ;;
+    *) verdict=FAIL; failed=$((failed + 1)) ;;
+  esac
+  [ "$rc" = 124 ] && echo "gpu_check: $name timed out" >> "$logs/$name.log"
+  say "$(printf '[%s] %-28s %6s s  (log: %s)' "$verdict" "$name" \
+    "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')" "$logs/$name.log")"
+  [ "$verdict" = PASS ] || tail -5 "$logs/$name.log" | sed 's/^/         | /' | tee -a "$report"
+  return $rc
+}
+
+# What each step does, for --dry-run.
+declare -A what=(
+  [unpack_bundle]="unpack BUNDLE/debs/*.deb into WORK/prefix (dpkg-deb -x, or ar + tar), fix the alternatives, h5cc's prefix and dangling links; unpack the CIFAR-10 subset"
+  [configure]="cmake -DDDP_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=<the GPU's compute capability> [-DCMAKE_PREFIX_PATH=WORK/prefix/usr, the prefix's mpicc and h5cc]"
+  [build]="cmake --build -j<cores> --target ddp_train ddp_unit_tests gpu_bench"
+  [unit_gpu]="ddp_unit_tests --gtest_filter='Cuda*:DeviceAssign*:DoctorNccl*' (the CUDA backend against the CPU, NCCL with 1 rank, device assignment)"
+  [unit_nccl_per_gpu]="ctest -R cuda.nccl_one_rank_per_gpu (the NCCL tests, one rank per visible GPU)"
+  [integration_cuda]="ctest -R integration.test_cuda_training (Fashion-MNIST: 1 GPU vs CPU, 2 GPUs vs 1, cross-backend resume)"
+  [cifar_gpu_vs_cpu]="ddp_train LeNet/CIFAR-10 2 epochs on the CPU, 1 GPU and every visible GPU (global batch 256): accuracies within 3 points"
+  [sanitizer_memcheck]="compute-sanitizer --tool memcheck ddp_train (LeNet, 512 images, 1 epoch; at most 150 s)"
+  [sanitizer_racecheck]="compute-sanitizer --tool racecheck ddp_train (LeNet, 512 images, 1 epoch; at most 150 s)"
+  [sanitizer_synccheck]="compute-sanitizer --tool synccheck ddp_train (LeNet, 512 images, 1 epoch; at most 150 s)"
+  [gpu_bench]="gpu_bench --model all (LeNet, VGG, VGG-BN, ResNet-20) --precision fp32 and bf16, 1 rank and one rank per visible GPU"
+  [lenet_cifar10_10_epochs]="ddp_train --config configs/cifar.toml --train.epochs 10 on 1 GPU: per-epoch accuracy and images/s, final accuracy >= 25%"
+)
+
+# --- the prefix: the bundle's packages, unpacked without root or dpkg's database -----------------
+unpack_bundle() {
+  rm -rf "$prefix"
+  mkdir -p "$prefix"
+  local deb
+  for deb in "$bundle"/debs/*.deb; do
+    if command -v dpkg-deb > /dev/null; then
+      dpkg-deb -x "$deb" "$prefix" || return 1
+    else  # a .deb is an ar archive holding data.tar.*
+      (cd "$prefix" && ar p "$deb" "$(ar t "$deb" | grep '^data.tar')" | tar -xf -) || return 1
+    fi
+  done
+  # What dpkg's maintainer scripts would have done: the alternatives the build looks for by name,
+  # the HDF5 wrapper's prefix, and development links to libraries the base system provides.
+  local bin="$prefix/usr/bin" lib="$prefix/usr/lib/x86_64-linux-gnu"
+  for t in mpicc mpicxx mpic++ mpirun mpiexec; do
+    [ -e "$bin/$t.openmpi" ] && ln -sf "$t.openmpi" "$bin/$t"
+  done
+  for f in "$bin"/h5cc "$bin"/h5c++; do
+    [ -f "$f" ] && sed -i "s|^prefix=\"/usr\"|prefix=\"$prefix/usr\"|" "$f"
+  done
+  # CMake 3.25.1 (Debian 12) fails in FindCUDAToolkit with CUDA 13, which has no libnvToolsExt
+  # ("set_property could not find TARGET CUDA::nvToolsExt"): the fix of CMake 3.25.2.
+  local f=$prefix/usr/share/cmake-3.25/Modules/FindCUDAToolkit.cmake
+  [ -f "$f" ] && sed -i 's/^\(    if(\)\(CMAKE_MINIMUM_REQUIRED_VERSION VERSION_GREATER_EQUAL 3.25)\)/\1TARGET CUDA::nvToolsExt AND \2/' "$f"
+  # libfoo.so.N without libfoo.so (its -dev package left out): the link HDF5's flags ask for.
+  local so
+  for so in "$lib"/lib*.so.[0-9]*; do
+    local base=${so%%.so.*}.so
+    [ -e "$base" ] || [ -L "$base" ] || ln -s "$(basename "$so")" "$base"
+  done
+  # Links into the base system that the bundle leaves out: point them at the node's copy.
+  find "$prefix" -xtype l -name '*.so' | while read -r l; do
+    local target
+    target=$(basename "$(readlink "$l")")
+    for d in /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu; do
+      [ -e "$d/$target" ] && { ln -sf "$d/$target" "$l"; break; }
+    done
+  done
+  mkdir -p "$runs/data"
+  tar -C "$runs/data" -xJf "$bundle/cifar10-subset.tar.xz"
+}
+
+use_prefix() {
+  export PATH="$prefix/usr/bin:$PATH"
+  export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/openmpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export OPAL_PREFIX="$prefix/usr"  # the relocated Open MPI finds its wrappers' data and plugins
+  export PKG_CONFIG_PATH="$prefix/usr/lib/x86_64-linux-gnu/pkgconfig:$prefix/usr/share/pkgconfig"
+  export PKG_CONFIG_SYSROOT_DIR="$prefix"
+  export PKG_CONFIG_LIBDIR="$PKG_CONFIG_PATH"
+}
+
+configure() {
+  local args=(-S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDDP_CUDA=ON)
+  [ -n "$arch" ] && args+=("-DCMAKE_CUDA_ARCHITECTURES=$arch")
+  if [ -n "$bundle" ]; then
+    args+=("-DCMAKE_PREFIX_PATH=$prefix/usr" "-DMPI_C_COMPILER=$prefix/usr/bin/mpicc"
+      "-DHDF5_C_COMPILER_EXECUTABLE=$prefix/usr/bin/h5cc")
+  fi
+  command -v ccache > /dev/null && args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+    -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  cmake "${args[@]}"
+}
+
+# --- the GPU checks -----------------------------------------------------------------------------
+mpirun_here() {
+  local extra=(--oversubscribe --bind-to none)
+  [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
+  mpirun "${extra[@]}" "$@"
+}
+# train NAME NP DEVICE ARGS...: a LeNet run on CIFAR-10 in runs/NAME.
+train() {
+  local name=$1 np=$2 dev=$3; shift 3
+  rm -rf "${runs:?}/$name"
+  mpirun_here -np "$np" "$build/ddp_train" --config "$src/configs/cifar.toml" --data.root "$cifar" \
+    --runtime.device "$dev" --run-dir "$runs/$name" "$@"
+}
+acc() { grep '"summary": true' "$runs/$1/metrics.jsonl" | grep -o '"final_test_acc": [0-9.e-]*' | awk '{ print $2 }'; }
+# CIFAR-10: one GPU against the CPU, then N GPUs against one, 2 epochs of LeNet each.
+cifar_compare() {
+  train cmp_cpu 1 cpu --train.epochs 2 || return 1
+  train cmp_gpu 1 cuda --train.epochs 2 || return 1
+  local a c
+  a=$(acc cmp_gpu) c=$(acc cmp_cpu)
+  echo "figure: CIFAR-10 LeNet 2 epochs, test accuracy 1 GPU $a vs CPU $c"
+  awk -v a="$a" -v b="$c" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.03) }' || return 1
+  if [ "$gpus" -ge 2 ]; then
+    train cmp_gpuN "$gpus" cuda --train.epochs 2 --train.global_batch 256 || return 1
+    echo "figure: CIFAR-10 LeNet 2 epochs, test accuracy $gpus GPUs $(acc cmp_gpuN) vs 1 GPU $a"
+    awk -v a="$(acc cmp_gpuN)" -v b="$a" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.03) }' || return 1
+  fi
+}
+sanitize() {  # sanitize TOOL: a few steps of LeNet training under compute-sanitizer
+  local cs
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  [ -x "$cs" ] || { echo "SKIP: compute-sanitizer not found"; return 77; }
+  # Bounded: instrumenting cuDNN's kernels can be slow, and the whole check must stay short.
+  timeout 150 "$cs" --tool "$1" --error-exitcode 3 "$build/ddp_train" --config "$src/configs/cifar.toml" \
+    --data.root "$cifar" --runtime.device cuda --run-dir "$runs/sanitize_$1" --train.epochs 1 \
+    --data.train_limit 512 --data.test_limit 256 --train.batch_size 64
+}
+# ctest_one REGEX: ctest exits 0 for a skipped test; report it as skipped (77), with its reason.
+ctest_one() {
+  local out rc
+  out=$(ctest --test-dir "$build" -R "$1" --output-on-failure -V 2>&1)
+  rc=$?
+  echo "$out"
+  [ "$rc" = 0 ] || return "$rc"
+  echo "$out" | grep -q "tests passed, 0 tests failed out of [1-9]" || { echo "no test matched $1"; return 1; }
+  if echo "$out" | grep -q '\*\*\*Skipped\|Not Run'; then return 77; fi
+}
+bench() {  # all models and precisions, one rank, then one rank per GPU
+  local p
+  for p in fp32 bf16; do
+    mpirun_here -np 1 "$build/bench/gpu_bench" --model all --precision "$p" --seconds 2 --csv || return 1
+    if [ "$gpus" -ge 2 ]; then
+      mpirun_here -np "$gpus" "$build/bench/gpu_bench" --model all --precision "$p" --seconds 2 --csv || return 1
+    fi
+  done
+}
+lenet10() {
+  train lenet10 1 cuda --train.epochs 10 || return 1
+  grep '"epoch"' "$runs/lenet10/metrics.jsonl" | grep -o '"epoch": [0-9]*\|"test_acc": [0-9.e-]*\|"images_per_s": [0-9.e+]*\|"epoch_s": [0-9.e+-]*' |
+    paste -d' ' - - - - | sed 's/^/figure: /'
+  echo "figure: final test accuracy $(acc lenet10) ($cifar_note)"
+  # LeNet learns CIFAR-10 well above chance (10%) within 10 epochs, on the subset too.
+  awk -v a="$(acc lenet10)" 'BEGIN { exit !(a >= 0.25) }'
+}
+
+# --- the run -------------------------------------------------------------------------------------
+if [ "$dry" = 0 ]; then
+  mkdir -p "$work" "$logs" "$runs"
+  : > "$report"
+  say "ddp_train gpu_check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+  say "source: $(git -C "$src" describe --always --dirty 2> /dev/null || echo unknown)"
+  say "GPUs visible: $gpus; compute capability: ${arch:-unknown}; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2> /dev/null | head -1)"
+  say "bundle: ${bundle:-none (system packages)}"
+else
+  echo "gpu_check --dry-run: the steps, in order (work tree $work, report $report)"
+fi
+
+if [ -n "$bundle" ]; then
+  step unpack_bundle unpack_bundle || exit 1
+  [ "$dry" = 1 ] || use_prefix
+fi
+step configure configure || { [ "$dry" = 1 ] || exit 1; }
+[ "$configure_only" = 1 ] && exit $((failed > 0))
+
+# Data: the complete set when at hand, else the bundle's subset.
+cifar="$src/../shared/data/cifar-10-batches-bin"
+[ -n "$data" ] && cifar=$data
+cifar_note="the full CIFAR-10"
+if [ ! -f "$cifar/data_batch_5.bin" ] && [ -f "$runs/data/cifar-10-batches-bin/data_batch_5.bin" ]; then
+  cifar="$runs/data/cifar-10-batches-bin"
+  cifar_note="the bundle's CIFAR-10 subset: $(($(stat -c %s "$cifar/data_batch_1.bin") / 3073 * 5)) training images"
+fi
+[ "$dry" = 1 ] || say "CIFAR-10: $cifar ($cifar_note)"
+
+step build cmake --build "$build" -j "$jobs" --target ddp_train ddp_unit_tests gpu_bench || {
+  [ "$dry" = 1 ] || exit 1
+}
+step unit_gpu "$build/tests/ddp_unit_tests" --gtest_filter='Cuda*:DeviceAssign*:DoctorNccl*'
+step unit_nccl_per_gpu ctest_one '^cuda\.nccl_one_rank_per_gpu$'
+step integration_cuda ctest_one '^integration\.test_cuda_training$'
+step cifar_gpu_vs_cpu cifar_compare
+for tool in memcheck racecheck synccheck; do
+  step "sanitizer_$tool" sanitize "$tool"
+done
+step gpu_bench bench
+step lenet_cifar10_10_epochs lenet10
+
+if [ "$dry" = 0 ]; then
+  say ""
+  say "figures"
+  grep -h '^figure: ' "$logs"/*.log 2> /dev/null | sed 's/^figure: /  /' | tee -a "$report" > /dev/null
+  grep -h '^csv,gpu,' "$logs/gpu_bench.log" 2> /dev/null |
+    awk -F, '{ printf "  gpu_bench %-8s %-4s %d rank(s) batch %d: %.3f ms/step (compute %.3f, comm wait %.3f), %.0f images/s\n", $3, $12, $4, $5, $7, $8, $9, $10 }' |
+    tee -a "$report" > /dev/null
+  grep -h 'ERROR SUMMARY' "$logs"/sanitizer_*.log 2> /dev/null | sed 's/^/  compute-sanitizer: /' | tee -a "$report" > /dev/null
+  say ""
+  say "gpu_check: $([ "$failed" = 0 ] && echo "no step failed" || echo "$failed step(s) failed") (report: $report)"
+fi
+exit $((failed > 0))
