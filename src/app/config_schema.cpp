@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "ddp/app/config_detail.hpp"
+#include "ddp/data/registry.hpp"
 #include "ddp/nn/layer_registry.hpp"
 
 // The tables below use designated initializers and leave the fields a key does not need at their
@@ -206,7 +207,7 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(data, dataset),
        .help = "dataset format and class count; packed = files made by ddp_train pack "
                "(data.train_file, data.test_file)",
-       .choices = {"cifar10", "cifar100", "mnist", "fashion_mnist", "packed"}},
+       .choices = data::dataset_names()},
       {DDP_KEY(data, root), .help = "directory holding the dataset files"},
       {DDP_KEY(data, train_file),
        .help = "data.dataset = packed: the packed training file (ddp_train pack --output)"},

@@ -8,7 +8,7 @@
 namespace ddp::data {
 
 struct Options {
-  std::string dataset = "cifar10";  // cifar10 | cifar100 | mnist | fashion_mnist | packed
+  std::string dataset = "cifar10";  // a name of the registry (registry.hpp)
   std::string root;                 // directory holding the dataset files
   // data.dataset = "packed": the files made by `ddp_train pack` (docs/dataset_format.md).
   std::string train_file;
