@@ -123,8 +123,8 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
   if (be_->device() != Device::cpu && comm.size() > 1 && !place.grad_comm)
     throw Error("internal: a GPU trainer over several ranks needs a device communicator (NCCL)");
   const auto& d = cfg_.data;
-  train_ = data::load_distributed(d, data::Split::train);
-  test_ = data::load_distributed(d, data::Split::test);
+  train_ = data::load_distributed(d, data::Split::train, comm_);
+  test_ = data::load_distributed(d, data::Split::test, comm_);
   // A limited set says which samples it holds (start-up line): a subset of one class would score
   // a fake accuracy.
   for (auto [set, limit, split] : {std::tuple{&train_, d.train_limit, data::Split::train},
