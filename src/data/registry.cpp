@@ -49,26 +49,16 @@ Dataset read_packed_split(const Options& opt, Split split) {
 
 const std::array<DatasetInfo, 5> kDatasets = {{
     {.name = "cifar10",
-     .summary = "CIFAR-10 binary (data_batch_1..5.bin, test_batch.bin)",
      .shape = {10, 3, 32, 32},
      .read = [](const Options& o, Split s) { return read_cifar10(o.root, s); }},
     {.name = "cifar100",
-     .summary = "CIFAR-100 binary (train.bin, test.bin; fine labels)",
      .shape = {100, 3, 32, 32},
      .read = [](const Options& o, Split s) { return read_cifar100(o.root, s); }},
     {.name = "mnist",
-     .summary = "MNIST IDX files, raw or gzip",
      .shape = {10, 1, 28, 28},
      .read = [](const Options& o, Split s) { return read_mnist_dir(o.root, s); }},
-    {.name = "fashion_mnist",
-     .summary = "Fashion-MNIST IDX files, raw or gzip",
-     .shape = {10, 1, 28, 28},
-     .read = read_fashion},
-    {.name = "packed",
-     .summary = "files made by ddp_train pack (data.train_file, data.test_file)",
-     .shape = {},
-     .builtin = false,
-     .read = read_packed_split},
+    {.name = "fashion_mnist", .shape = {10, 1, 28, 28}, .read = read_fashion},
+    {.name = "packed", .shape = {}, .builtin = false, .read = read_packed_split},
 }};
 
 std::string squash(std::string_view s) {

@@ -19,8 +19,7 @@ struct DatasetShape {
 };
 
 struct DatasetInfo {
-  std::string_view name;     // the data.dataset value
-  std::string_view summary;  // one line for messages and --help
+  std::string_view name;  // the data.dataset value
   // Fixed by the format; all 0 for a dataset whose files say (packed).
   DatasetShape shape;
   bool builtin = true;  // read from data.root (and `ddp_train pack --format NAME` takes it)
