@@ -167,11 +167,41 @@ def load_snapshot(path):
     return model.eval(), config
 
 
-def _cifar10_records(files, limit):
+_M64 = (1 << 64) - 1
+
+
+def _mix64(z):
+    z = (z + 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def random_subset(n, k, seed, split):
+    """ddp_train's data::random_subset (include/ddp/data/subset.hpp, rng.hpp): k indices of
+    [0, n), ascending, for split 0 (train) or 1 (test)."""
+    key = _mix64(_mix64(_mix64(_mix64(seed & _M64) ^ 5) ^ split) ^ 0)  # RngStream::subset = 5
+    order = list(range(n))
+    for i in range(min(k, n)):
+        u = _mix64((key + 0x632BE59BD9B4E019 * (i + 1)) & _M64)  # CounterRng::next_u64
+        j = i + ((u * (n - i)) >> 64)                              # next_below(n - i)
+        order[i], order[j] = order[j], order[i]
+    return sorted(order[:min(k, n)])
+
+
+def _cifar10_records(files, limit, config, split):
+    """The records ddp_train uses with data.train_limit / data.test_limit = `limit`, picked as
+    data.limit_subset says (random: by train.seed)."""
     raw = b"".join(open(f, "rb").read() for f in files)
     rec = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 3073)
-    if limit > 0:
-        rec = rec[:limit]
+    if 0 < limit < len(rec):
+        # The snapshot holds the resolved configuration (every key): one without the key comes
+        # from a ddp_train whose limits took the first N.
+        if config.get("data", {}).get("limit_subset", "first") == "first":
+            rec = rec[:limit]
+        else:
+            seed = int(config.get("train", {}).get("seed", 0))
+            rec = rec[random_subset(len(rec), limit, seed, split)]
     return rec[:, 1:].reshape(-1, 3, 32, 32), rec[:, 0].astype(np.int64)
 
 
@@ -183,7 +213,7 @@ def _normalisation(config, root):
         return np.zeros(3, np.float32), np.ones(3, np.float32)
     if how == "dataset":  # exact integer sums over the training set, as data::compute_normalization
         files = [os.path.join(root, f"data_batch_{i}.bin") for i in range(1, 6)]
-        px, _ = _cifar10_records(files, int(data.get("train_limit", 0)))
+        px, _ = _cifar10_records(files, int(data.get("train_limit", 0)), config, 0)
         count = px.shape[0] * 32 * 32
         s = px.astype(np.uint64).sum(axis=(0, 2, 3))
         q = (px.astype(np.uint64) ** 2).sum(axis=(0, 2, 3))
@@ -196,10 +226,11 @@ def _normalisation(config, root):
 
 
 def cifar10_test_set(config, root, limit=None):
-    """(images float32 [N,3,32,32], labels int64 [N]): the first `limit` test images (default:
-    data.test_limit) normalised bit for bit as ddp_train does: p * (1/(255 sd)) + (-mean/sd)."""
+    """(images float32 [N,3,32,32], labels int64 [N]): `limit` test images (default:
+    data.test_limit; picked as data.limit_subset says) normalised bit for bit as ddp_train does:
+    p * (1/(255 sd)) + (-mean/sd)."""
     limit = int(config.get("data", {}).get("test_limit", 0)) if limit is None else limit
-    px, labels = _cifar10_records([os.path.join(root, "test_batch.bin")], limit)
+    px, labels = _cifar10_records([os.path.join(root, "test_batch.bin")], limit, config, 1)
     mean, std = _normalisation(config, root)
     sd = std.astype(np.float64)
     scale = (1.0 / (255.0 * sd)).astype(np.float32).reshape(1, 3, 1, 1)
@@ -225,7 +256,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("snapshot")
     ap.add_argument("--data-root", help="CIFAR-10 binary directory (default: the run's data.root)")
-    ap.add_argument("--test-limit", type=int, help="first N test images (default: data.test_limit)")
+    ap.add_argument("--test-limit", type=int, help="N test images, picked as the run's data.limit_subset says "
+                    "(default: data.test_limit)")
     ap.add_argument("--save", help="also write the model's state_dict here (torch.save)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = ap.parse_args(argv)

@@ -27,6 +27,7 @@ enum class RngStream : std::uint64_t {
   shuffle = 2,
   augment = 3,
   dropout = 4,
+  subset = 5,  // data.train_limit / data.test_limit
 };
 
 // A small sequential generator seeded from a hash; used where a consumer needs several draws for

@@ -14,6 +14,7 @@
 #include "ddp/app/config_schema.hpp"
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/data/packed_format.hpp"
+#include "ddp/data/registry.hpp"
 #include "ddp/error.hpp"
 #include "ddp/nn/memory_estimate.hpp"
 
@@ -33,22 +34,14 @@ using detail::parse_text;
 using detail::same_layers;
 using detail::type_noun;
 
-// What the model is built for: fixed per built-in dataset; for packed files, read from the
-// training file's header, so any class count and image size.
-struct DatasetShape {
+// What the model is built for (the registry's shape, or the packed training file's header), with
+// the longer image side.
+struct ModelShape {
   std::int64_t classes = 10, channels = 3, side = 32;
 };
-DatasetShape dataset_shape(const data::Options& d) {
-  if (d.dataset == "packed") {
-    if (d.train_file.empty() || d.test_file.empty())
-      throw ConfigError(
-          "data.dataset = \"packed\" reads data.train_file and data.test_file "
-          "(files made by ddp_train pack); set both");
-    const auto h = data::packed::read_header(d.train_file);
-    return {static_cast<std::int64_t>(h.classes.size()), h.channels, std::max(h.height, h.width)};
-  }
-  if (d.dataset == "mnist" || d.dataset == "fashion_mnist") return {10, 1, 28};
-  return {d.dataset == "cifar100" ? 100 : 10, 3, 32};
+ModelShape model_shape(const data::Options& d) {
+  const data::DatasetShape s = data::dataset_shape(d);
+  return {s.classes, s.channels, std::max(s.height, s.width)};
 }
 
 std::vector<std::string> all_key_names() {
@@ -177,7 +170,7 @@ class Loader {
     model.layers = std::move(*file_layers_);
 
     const auto& last = model.layers.back();
-    const auto classes = dataset_shape(cfg_.data).classes;
+    const auto classes = model_shape(cfg_.data).classes;
     if (last.type == "linear" && last.out_features != classes) {
       throw ConfigError(at(last.line) + ": " + layer_label(model.layers.size() - 1, last) +
                         ": out_features = " + std::to_string(last.out_features) +
@@ -204,7 +197,7 @@ class Loader {
     if (o.name == "sgd" && o.nesterov && o.momentum == 0.0)
       fail("optim.nesterov", "needs optim.momentum > 0");
     if (cfg_.data.normalize == "config") {
-      const auto channels = static_cast<std::size_t>(dataset_shape(cfg_.data).channels);
+      const auto channels = static_cast<std::size_t>(model_shape(cfg_.data).channels);
       for (const char* name : {"data.mean", "data.std"}) {
         const auto n = std::get<std::vector<double>>(find_config_key(name)->get(cfg_)).size();
         if (n != 1 && n != channels) {
@@ -357,7 +350,7 @@ std::optional<std::string> detail::nearest_key(const std::string& name) {
 PresetOptions preset_options(const Config& cfg) {
   PresetOptions o;
   o.stem = cfg.model.stem;
-  const DatasetShape shape = dataset_shape(cfg.data);
+  const ModelShape shape = model_shape(cfg.data);
   o.image_side = shape.side;
   o.zero_init_residual = cfg.model.zero_init_residual;
   o.classes = shape.classes;

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "ddp/app/config_detail.hpp"
+#include "ddp/data/registry.hpp"
 #include "ddp/nn/layer_registry.hpp"
 
 // The tables below use designated initializers and leave the fields a key does not need at their
@@ -219,7 +220,7 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(data, dataset),
        .help = "dataset format and class count; packed = files made by ddp_train pack "
                "(data.train_file, data.test_file)",
-       .choices = {"cifar10", "cifar100", "mnist", "fashion_mnist", "packed"}},
+       .choices = data::dataset_names()},
       {DDP_KEY(data, root), .help = "directory holding the dataset files"},
       {DDP_KEY(data, train_file),
        .help = "data.dataset = packed: the packed training file (ddp_train pack --output)"},
@@ -237,10 +238,16 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(data, augment),
        .help = "random crop (zero padding data.crop_padding) + horizontal flip"},
       {DDP_KEY(data, crop_padding), .help = "padding of the random crop", .range = at_least(0)},
-      {DDP_KEY(data, train_limit), .help = "use only the first N training samples (0 = all)",
+      {DDP_KEY(data, train_limit),
+       .help = "use only N training samples (0 = all), picked as data.limit_subset says",
        .range = at_least(0)},
-      {DDP_KEY(data, test_limit), .help = "use only the first N test samples (0 = all)",
+      {DDP_KEY(data, test_limit),
+       .help = "use only N test samples (0 = all), picked as data.limit_subset says",
        .range = at_least(0)},
+      {DDP_KEY(data, limit_subset),
+       .help = "how the limits pick their samples: random = a subset chosen by train.seed (the "
+               "same on every rank and world size), first = the first N of the file",
+       .choices = {"random", "first"}},
       {DDP_KEY(data, prefetch), .help = "prepare the next batch on a background thread"},
       {DDP_KEY(data, distribute),
        .help = "each-reads = every rank reads the files; broadcast = rank 0 reads, the data "

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ddp/data/registry.hpp"
 #include "ddp/error.hpp"
 #include "ddp/runtime/signals.hpp"
 
@@ -58,6 +59,13 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// The importers and every built-in dataset of the registry.
+std::vector<std::string> pack_formats() {
+  std::vector<std::string> out = {"imagefolder", "csv", "npy"};
+  for (const std::string_view name : data::builtin_dataset_names()) out.emplace_back(name);
+  return out;
+}
+
 }  // namespace
 
 CLI::App* add_pack_command(CLI::App& app, PackCommand& cmd) {
@@ -68,8 +76,7 @@ CLI::App* add_pack_command(CLI::App& app, PackCommand& cmd) {
   auto& o = cmd.options;
   pack->add_option("--format", o.format, "what --input is")
       ->required()
-      ->check(CLI::IsMember(
-          {"imagefolder", "csv", "npy", "cifar10", "cifar100", "mnist", "fashion_mnist"}));
+      ->check(CLI::IsMember(pack_formats()));
   pack->add_option("--input", o.input,
                    "imagefolder: DIR/<class>/<image>; csv: a file of path,label rows; npy: "
                    "IMAGES.npy,LABELS.npy; cifar10/cifar100/mnist/fashion_mnist: the data root")

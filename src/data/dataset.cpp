@@ -1,5 +1,6 @@
 #include "ddp/data/dataset.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "ddp/error.hpp"
@@ -82,6 +83,21 @@ Dataset Dataset::head(std::int64_t n) const {
   d.pixels_ = pixels_.first(static_cast<std::size_t>(n * image_bytes()));
   d.labels_ = labels_.first(static_cast<std::size_t>(n));
   return d;
+}
+
+Dataset Dataset::gather(std::span<const std::int64_t> indices, std::string origin) const {
+  const auto bytes = static_cast<std::size_t>(image_bytes());
+  std::vector<std::uint8_t> pixels(indices.size() * bytes), labels(indices.size());
+  for (std::size_t k = 0; k < indices.size(); ++k) {
+    const std::int64_t i = indices[k];
+    if (i < 0 || i >= n_)
+      throw DataError(origin_ + ": sample " + std::to_string(i) + " is out of range (" +
+                      std::to_string(n_) + " samples)");
+    const auto src = image(i);
+    std::copy(src.begin(), src.end(), pixels.begin() + static_cast<std::ptrdiff_t>(k * bytes));
+    labels[k] = label(i);
+  }
+  return Dataset(std::move(origin), c_, h_, w_, num_classes_, std::move(pixels), std::move(labels));
 }
 
 }  // namespace ddp::data

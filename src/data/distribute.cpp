@@ -2,13 +2,13 @@
 
 #include <mpi.h>
 
-#include <algorithm>
-#include <climits>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 
+#include "ddp/comm/mpi_comm.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::data {
@@ -35,16 +35,15 @@ void check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) throw SystemError(std::string(what) + " failed while sharing the dataset");
 }
 
-void bcast_bytes(std::uint8_t* p, std::size_t n, MPI_Comm comm) {
-  constexpr std::size_t kChunk = 1u << 30;
-  for (std::size_t off = 0; off < n; off += kChunk)
-    check(MPI_Bcast(p + off, static_cast<int>(std::min(kChunk, n - off)), MPI_BYTE, 0, comm),
-          "MPI_Bcast");
+// The node and leader communicators wait under the world communicator's timeout.
+comm::CommOptions options_of(const comm::Communicator& world) {
+  comm::CommOptions o;
+  if (const auto* mpi = dynamic_cast<const comm::MpiComm*>(&world)) o.timeout_s = mpi->timeout();
+  return o;
 }
 
-Dataset broadcast_dataset(const std::function<Dataset()>& read) {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+Dataset broadcast_dataset(const std::function<Dataset()>& read, comm::Communicator& world) {
+  const int rank = world.rank();
   Header hdr;
   std::optional<Dataset> local;
   std::string error;
@@ -63,7 +62,9 @@ Dataset broadcast_dataset(const std::function<Dataset()>& read) {
       std::strncpy(hdr.text, e.what(), sizeof hdr.text - 1);
     }
   }
-  check(MPI_Bcast(&hdr, sizeof hdr, MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  // Through the Communicator: a rank 0 stuck reading (a hung file system) is reported by the
+  // others after comm.timeout_s, naming it, instead of hanging the job.
+  world.broadcast(std::as_writable_bytes(std::span<Header>(&hdr, 1)), 0);
   if (!hdr.ok) {
     if (rank == 0) throw DataError(error);
     throw DataError(std::string("rank 0 could not read the dataset (data.distribute = "
@@ -72,12 +73,14 @@ Dataset broadcast_dataset(const std::function<Dataset()>& read) {
   }
 
   // One window per node (key = world rank, so world rank 0 is node rank 0 and leader rank 0).
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm node = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
-  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node),
         "MPI_Comm_split_type");
   int node_rank = 0;
   MPI_Comm_rank(node, &node_rank);
-  check(MPI_Comm_split(MPI_COMM_WORLD, node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &leaders),
+  check(MPI_Comm_split(MPI_COMM_WORLD, node_rank == 0 ? 0 : MPI_UNDEFINED, world_rank, &leaders),
         "MPI_Comm_split");
 
   const std::size_t pixel_bytes = static_cast<std::size_t>(hdr.n * hdr.c * hdr.h * hdr.w);
@@ -91,15 +94,21 @@ Dataset broadcast_dataset(const std::function<Dataset()>& read) {
   int disp = 0;
   check(MPI_Win_shared_query(shared->win, 0, &size, &disp, &base), "MPI_Win_shared_query");
   auto* p = static_cast<std::uint8_t*>(base);
+  const comm::CommOptions options = options_of(world);
   if (node_rank == 0) {
     if (rank == 0) {
       std::memcpy(p, local->pixels().data(), pixel_bytes);
       std::memcpy(p + pixel_bytes, local->labels().data(), static_cast<std::size_t>(hdr.n));
       local.reset();  // rank 0 too keeps only the shared copy
     }
-    bcast_bytes(p, bytes, leaders);
+    comm::MpiComm between_nodes(leaders, options);
+    between_nodes.broadcast(std::as_writable_bytes(std::span<std::uint8_t>(p, bytes)), 0);
   }
-  check(MPI_Barrier(node), "MPI_Barrier");
+  {
+    // The node's other ranks read the window once its leader has filled it.
+    comm::MpiComm on_node(node, options);
+    on_node.barrier();
+  }
   if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
   MPI_Comm_free(&node);
   return Dataset(hdr.text, hdr.n, hdr.c, hdr.h, hdr.w, static_cast<int>(hdr.classes), shared,
@@ -109,17 +118,9 @@ Dataset broadcast_dataset(const std::function<Dataset()>& read) {
 
 }  // namespace
 
-Dataset load_distributed(const std::string& name, const std::filesystem::path& root, Split split,
-                         const std::string& distribute) {
-  if (distribute == "each-reads") return read_dataset(name, root, split);
-  if (distribute == "broadcast")
-    return broadcast_dataset([&] { return read_dataset(name, root, split); });
-  throw ConfigError("data.distribute = '" + distribute + "': expected each-reads or broadcast");
-}
-
-Dataset load_distributed(const Options& opt, Split split) {
+Dataset load_distributed(const Options& opt, Split split, comm::Communicator& world) {
   if (opt.distribute == "broadcast")
-    return broadcast_dataset([&] { return read_dataset(opt, split); });
+    return broadcast_dataset([&] { return read_dataset(opt, split); }, world);
   if (opt.distribute == "each-reads") return read_dataset(opt, split);
   throw ConfigError("data.distribute = '" + opt.distribute + "': expected each-reads or broadcast");
 }

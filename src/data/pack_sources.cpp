@@ -2,6 +2,7 @@
 #include <fstream>
 
 #include "ddp/data/pack_source.hpp"
+#include "ddp/data/registry.hpp"
 #include "ddp/error.hpp"
 #include "file_io.hpp"
 
@@ -31,21 +32,23 @@ std::vector<std::string> class_names(const fs::path& names_file, int classes) {
 PackSource load_builtin(const std::string& format, const fs::path& root, Split split) {
   Dataset ds;
   std::vector<std::string> classes;
+  const DatasetInfo& info = find_dataset(format);
+  if (!info.builtin) throw ConfigError("internal: no built-in dataset '" + format + "'");
+  Options opt;
+  opt.dataset = format;
+  opt.root = root.string();
+  ds = info.read(opt, split);
+  const int n = static_cast<int>(info.shape.classes);
+  // Class names where the dataset ships them (or is known to have them), else "0".."n-1".
   if (format == "cifar10") {
-    ds = read_cifar10(root, split);
-    classes = class_names(root / "batches.meta.txt", 10);
+    classes = class_names(root / "batches.meta.txt", n);
   } else if (format == "cifar100") {
-    ds = read_cifar100(root, split);
-    classes = class_names(root / "fine_label_names.txt", 100);
-  } else if (format == "mnist") {
-    ds = read_mnist_dir(root, split);
-    classes = class_names({}, 10);
+    classes = class_names(root / "fine_label_names.txt", n);
   } else if (format == "fashion_mnist") {
-    ds = read_mnist_dir(root, split);
     classes = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
   } else {
-    throw ConfigError("internal: no built-in dataset '" + format + "'");
+    classes = class_names({}, n);
   }
   PackSource src;
   src.description = format + (split == Split::train ? "-train:" : "-test:") +
@@ -69,10 +72,12 @@ PackSource load_pack_source(const std::string& format, const std::string& input,
                         "' must be two files, IMAGES.npy,LABELS.npy");
     return load_npy(input.substr(0, comma), input.substr(comma + 1));
   }
-  if (format == "cifar10" || format == "cifar100" || format == "mnist" || format == "fashion_mnist")
-    return load_builtin(format, input, split);
-  throw ConfigError("pack: unknown --format '" + format +
-                    "'; expected imagefolder, csv, npy, cifar10, cifar100, mnist or fashion_mnist");
+  std::string valid = "imagefolder, csv, npy";
+  for (const std::string_view name : builtin_dataset_names()) {
+    if (format == name) return load_builtin(format, input, split);
+    valid += ", " + std::string(name);
+  }
+  throw ConfigError("pack: unknown --format '" + format + "'; expected " + valid);
 }
 
 }  // namespace ddp::data

@@ -104,7 +104,7 @@ bool changes_meaning(const std::string& key) {
 
 bool fixes_sample_position(const std::string& key) {
   static const std::set<std::string> keys = {"train.seed", "data.train_limit", "train.shuffle",
-                                             "train.drop_last"};
+                                             "train.drop_last", "data.limit_subset"};
   return keys.count(key) > 0;
 }
 

@@ -14,6 +14,7 @@
 #include <numeric>
 #include <optional>
 #include <ostream>
+#include <tuple>
 
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/ckpt/snapshot.hpp"
@@ -21,6 +22,7 @@
 #include "ddp/data/loader.hpp"
 #include "ddp/data/readers.hpp"
 #include "ddp/data/sampler.hpp"
+#include "ddp/data/subset.hpp"
 #include "ddp/error.hpp"
 #include "ddp/nn/memory_estimate.hpp"
 #include "ddp/nn/norm_and_bias.hpp"
@@ -125,10 +127,19 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
   if (be_->device() != Device::cpu && comm.size() > 1 && !place.grad_comm)
     throw Error("internal: a GPU trainer over several ranks needs a device communicator (NCCL)");
   const auto& d = cfg_.data;
-  train_ = data::load_distributed(d, data::Split::train);
-  test_ = data::load_distributed(d, data::Split::test);
-  if (d.train_limit > 0 && d.train_limit < train_.size()) train_ = train_.head(d.train_limit);
-  if (d.test_limit > 0 && d.test_limit < test_.size()) test_ = test_.head(d.test_limit);
+  train_ = data::load_distributed(d, data::Split::train, comm_);
+  test_ = data::load_distributed(d, data::Split::test, comm_);
+  // A limited set says which samples it holds (start-up line): a subset of one class would score
+  // a fake accuracy.
+  for (auto [set, limit, split] : {std::tuple{&train_, d.train_limit, data::Split::train},
+                                   std::tuple{&test_, d.test_limit, data::Split::test}}) {
+    const std::int64_t all = set->size();
+    *set = data::limit_samples(*set, limit, d.limit_subset, cfg_.train.seed, split);
+    if (set->size() < all)
+      subset_note_ += "data subset: " + set->origin() + ", " +
+                      std::to_string(data::classes_present(*set)) + " of " +
+                      std::to_string(set->num_classes()) + " classes present\n";
+  }
   // The model reads training-sized images; a test split of another size or class count would be
   // read out of bounds or scored against the wrong labels.
   const auto dims = [](const data::Dataset& s) {
@@ -929,6 +940,7 @@ TrainResult Trainer::train_run(RunRecord* record) {
   if (std::any_of(caps_.begin(), caps_.end(), [](std::int64_t c) { return c > 0; }))
     out_ << "; micro-batches of at most " << join(caps_, ", ") << " sample(s)";
   out_ << ")\n";
+  out_ << subset_note_;
   out_ << "run: " << run_id_ << ", segment " << segment_ << ", in " << cfg_.run.dir << "\n";
   out_.flush();
 

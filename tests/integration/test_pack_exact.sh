@@ -2,8 +2,8 @@
 # Packing is exact: the first N samples of CIFAR-10 (or Fashion-MNIST when CIFAR-10 is absent)
 # exported to PNG files plus a CSV list in the original order (python3-pil), packed with
 # `ddp_train pack --format csv`, train to bitwise the same final weights as the original files
-# with the same seed. data.train_limit takes the first N samples, so the original run uses it and
-# the packed files hold exactly those N.
+# with the same seed. data.train_limit with data.limit_subset = "first" takes the first N samples,
+# so the original run uses it and the packed files hold exactly those N.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pack/find_python.sh"
 find_python PIL h5py numpy
@@ -25,7 +25,7 @@ grep -q "packed 512 samples in 10 classes" "$WORK/pack_train.log" \
 common=(--train.epochs 1 --train.batch_size 64 --runtime.threads 2 --data.augment true
         --train.seed 11 --model.preset $model)
 "$BIN" "${common[@]}" "${orig[@]}" --data.train_limit 512 --data.test_limit 256 \
-  --run-dir "$WORK/orig" > "$WORK/orig.log" 2>&1 || { cat "$WORK/orig.log"; fail "original run failed"; }
+  --data.limit_subset first --run-dir "$WORK/orig" > "$WORK/orig.log" 2>&1 || { cat "$WORK/orig.log"; fail "original run failed"; }
 "$BIN" "${common[@]}" --data.dataset packed --data.train_file "$WORK/train.h5" \
   --data.test_file "$WORK/test.h5" --run-dir "$WORK/packed" > "$WORK/packed.log" 2>&1 \
   || { cat "$WORK/packed.log"; fail "packed run failed"; }

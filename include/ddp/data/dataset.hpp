@@ -40,6 +40,9 @@ class Dataset {
 
   // The first n samples (a cheap view sharing storage), for data.train_limit / data.test_limit.
   Dataset head(std::int64_t n) const;
+  // The samples at `indices`, in that order, copied into storage of their own; `origin` names
+  // the result (in errors).
+  Dataset gather(std::span<const std::int64_t> indices, std::string origin) const;
 
  private:
   std::string origin_;

@@ -8,7 +8,7 @@
 namespace ddp::data {
 
 struct Options {
-  std::string dataset = "cifar10";  // cifar10 | cifar100 | mnist | fashion_mnist | packed
+  std::string dataset = "cifar10";  // a name of the registry (registry.hpp)
   std::string root;                 // directory holding the dataset files
   // data.dataset = "packed": the files made by `ddp_train pack` (docs/dataset_format.md).
   std::string train_file;
@@ -20,9 +20,12 @@ struct Options {
   std::vector<double> std = {0.5};
   bool augment = false;  // random crop (zero padding crop_padding) + horizontal flip
   std::int64_t crop_padding = 4;
-  std::int64_t train_limit = 0;  // use only the first N training samples (0 = all)
-  std::int64_t test_limit = 0;   // use only the first N test samples (0 = all)
-  bool prefetch = true;          // prepare the next batch on a background thread
+  std::int64_t train_limit = 0;  // use only N training samples (0 = all)
+  std::int64_t test_limit = 0;   // use only N test samples (0 = all)
+  // How the limits pick: "random" = a subset chosen by train.seed (the same on every rank and
+  // world size), "first" = the first N (subset.hpp).
+  std::string limit_subset = "random";
+  bool prefetch = true;  // prepare the next batch on a background thread
   // each-reads: every rank reads the files (shared filesystem); broadcast: rank 0 reads them and
   // sends them over MPI, held once per node in MPI shared memory.
   std::string distribute = "each-reads";

@@ -22,9 +22,10 @@ Dataset read_idx(const std::filesystem::path& images, const std::filesystem::pat
 // MNIST / Fashion-MNIST layout in root: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz].
 Dataset read_mnist_dir(const std::filesystem::path& root, Split split);
 
-// Dispatch on the configured dataset name: cifar10 | cifar100 | mnist | fashion_mnist.
-Dataset read_dataset(const std::string& name, const std::filesystem::path& root, Split split);
-// The same, and "packed": data.train_file / data.test_file (packed_reader.hpp).
+// The reader of the configured dataset, from the registry (registry.hpp): built-ins from
+// data.root, "packed" from data.train_file / data.test_file (packed_reader.hpp).
 Dataset read_dataset(const Options& opt, Split split);
+// The same for a dataset name and root (built-ins only).
+Dataset read_dataset(const std::string& name, const std::filesystem::path& root, Split split);
 
 }  // namespace ddp::data

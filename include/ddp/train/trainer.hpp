@@ -128,6 +128,7 @@ class Trainer {
   std::unique_ptr<backend::Backend> be_;
   comm::Communicator* grad_comm_;  // comm_ or the NCCL communicator
   data::Dataset train_, test_;
+  std::string subset_note_;  // start-up lines of data.train_limit / test_limit subsets
   data::Normalization norm_;
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<optim::Optimizer> opt_;

@@ -1,0 +1,29 @@
+#pragma once
+// data.train_limit / data.test_limit: which N samples a limited run uses. "random" (the default)
+// takes N samples chosen by the seed, so a class-ordered file does not give a one-class subset
+// (and a fake accuracy); "first" takes the first N, to compare with tools that do.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ddp/data/dataset.hpp"
+#include "ddp/data/readers.hpp"
+
+namespace ddp::data {
+
+// k indices of [0, n), ascending, chosen by (seed, split): the first k positions of a forward
+// Fisher-Yates shuffle (position i swaps with i + next_below(n - i)) drawn from
+// CounterRng(hash_words(seed, RngStream::subset, split)), then sorted. A pure function of its
+// arguments, so every rank and every world size picks the same subset. k >= n: all of [0, n).
+std::vector<std::int64_t> random_subset(std::int64_t n, std::int64_t k, std::uint64_t seed,
+                                        Split split);
+
+// `ds` limited to `limit` samples (0 or >= its size: `ds` itself), picked by `pick` ("random":
+// random_subset with `seed`, in file order; "first": the first `limit`).
+Dataset limit_samples(const Dataset& ds, std::int64_t limit, const std::string& pick,
+                      std::uint64_t seed, Split split);
+
+// How many distinct labels the samples of `ds` carry (for the start-up line of a limited run).
+int classes_present(const Dataset& ds);
+
+}  // namespace ddp::data
