@@ -104,9 +104,9 @@ class Loader {
     read_toml(read_text(path), path.string());
   }
 
-  // `name` stands for the file in messages ("FILE:LINE").
-  void read_toml(const std::string& text, const std::string& name) {
-    file_ = name;
+  // `origin` stands for the file in messages ("FILE:LINE").
+  void read_toml(const std::string& text, const std::string& origin) {
+    file_ = origin;
     const toml::table root = parse(text);
     const auto sections = config_sections();
     for (auto&& [key, node] : root) {

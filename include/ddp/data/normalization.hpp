@@ -1,0 +1,17 @@
+#pragma once
+// The normalisation data.normalize asks for: "config" (data.mean / data.std), "none", or
+// "dataset" (computed from the training set). Training and the commands that use a trained model
+// (predict) take it from here, so both normalise alike.
+#include <cstdint>
+
+#include "ddp/data/dataset.hpp"
+#include "ddp/data/options.hpp"
+#include "ddp/data/transform.hpp"
+
+namespace ddp::data {
+
+// channels: the images'. train: the training set (only read for normalize = "dataset"; may be null
+// otherwise). ConfigError for a mean/std list that fits neither 1 nor `channels` values.
+Normalization make_normalization(const Options& opt, std::int64_t channels, const Dataset* train);
+
+}  // namespace ddp::data
