@@ -73,9 +73,8 @@ int run_eval(EvalCommand& cmd, Config cfg, runtime::Runtime& rt, comm::MpiComm& 
   out << buf << "per-class accuracy:\n" << e.confusion.table(trainer.class_names());
   if (rt.is_root()) {
     namespace fs = std::filesystem;
-    const fs::path dir = cmd.output_dir.empty()
-                             ? fs::absolute(cmd.snapshot).parent_path()
-                             : fs::path(cmd.output_dir);
+    const fs::path dir = cmd.output_dir.empty() ? fs::absolute(cmd.snapshot).parent_path()
+                                                : fs::path(cmd.output_dir);
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw SystemError("eval --output-dir '" + dir.string() + "': " + ec.message());

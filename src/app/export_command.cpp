@@ -35,9 +35,9 @@ int run_export(const ExportCommand& cmd, const Config& cfg, int world_size, std:
   const std::string bytes = nn::export_onnx(tm.model(), graph);
   ckpt::write_file_atomically(cmd.output, bytes);
   const auto& in = tm.model().input_shape();
-  out << "exported " << cmd.snapshot << " to " << cmd.output << " (ONNX opset "
-      << nn::kOnnxOpset << ", " << bytes.size() << " bytes; input 'input' [N, " << in[0] << ", "
-      << in[1] << ", " << in[2] << "], output 'logits' [N, " << tm.model().num_classes() << "])\n";
+  out << "exported " << cmd.snapshot << " to " << cmd.output << " (ONNX opset " << nn::kOnnxOpset
+      << ", " << bytes.size() << " bytes; input 'input' [N, " << in[0] << ", " << in[1] << ", "
+      << in[2] << "], output 'logits' [N, " << tm.model().num_classes() << "])\n";
   return 0;
 }
 

@@ -244,9 +244,8 @@ int main(int argc, char** argv) {
     if (*pack) return ddp::app::run_pack(pack_cmd, rt.size(), std::cout);
     if (*predict)
       return ddp::app::run_predict(
-          predict_cmd,
-          ddp::app::config_for_snapshot(predict_cmd.snapshot, config_path, overrides), rt.size(),
-          std::cout);
+          predict_cmd, ddp::app::config_for_snapshot(predict_cmd.snapshot, config_path, overrides),
+          rt.size(), std::cout);
     if (*export_)
       return ddp::app::run_export(
           export_cmd, ddp::app::config_for_snapshot(export_cmd.snapshot, config_path, overrides),
@@ -264,8 +263,9 @@ int main(int argc, char** argv) {
     // srun without PMIx starts N singletons that each think they are rank 0 of 1: stop here.
     ddp::runtime::check_launch_or_throw(rt);
     // eval runs with the configuration stored in its snapshot unless --config names one.
-    const auto cfg = *eval ? ddp::app::config_for_snapshot(eval_cmd.snapshot, config_path, overrides)
-                           : ddp::app::load_config(config_path, overrides);
+    const auto cfg = *eval
+                         ? ddp::app::config_for_snapshot(eval_cmd.snapshot, config_path, overrides)
+                         : ddp::app::load_config(config_path, overrides);
     // From here on every collective waits under comm.timeout_s (a rank that never arrives is
     // named and the job aborted), and the first one checks that every rank runs the same
     // configuration and command.

@@ -77,8 +77,7 @@ CLI::App* add_predict_command(CLI::App& app, PredictCommand& cmd) {
   p->add_option("--snapshot", cmd.snapshot, "snapshot file (.h5)")
       ->required()
       ->check(CLI::ExistingFile);
-  p->add_option("images", cmd.inputs, "image files (JPEG, PNG) or directories of them")
-      ->required();
+  p->add_option("images", cmd.inputs, "image files (JPEG, PNG) or directories of them")->required();
   p->add_option("--top-k", cmd.top_k, "classes shown per image")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -145,9 +144,8 @@ int run_predict(const PredictCommand& cmd, const Config& cfg, int world_size, st
       // Ties keep the lower class first, as the evaluation's argmax does.
       std::vector<std::int64_t> order(static_cast<std::size_t>(classes));
       std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
-        return row[a] > row[b];
-      });
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::int64_t a, std::int64_t b) { return row[a] > row[b]; });
       const std::string file = files[static_cast<std::size_t>(first + i)].string();
       out << file << "\n";
       for (std::int64_t r = 0; r < k; ++r) {

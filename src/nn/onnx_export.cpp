@@ -67,9 +67,13 @@ class GraphBuilder {
   onnx::GraphProto& g_;
 };
 
-std::vector<std::int64_t> pair(const Extent2& e) { return {e.h, e.w}; }
+std::vector<std::int64_t> pair(const Extent2& e) {
+  return {e.h, e.w};
+}
 // ONNX pads: [h_begin, w_begin, h_end, w_end].
-std::vector<std::int64_t> pads(const Extent2& e) { return {e.h, e.w, e.h, e.w}; }
+std::vector<std::int64_t> pads(const Extent2& e) {
+  return {e.h, e.w, e.h, e.w};
+}
 
 void add_value_info(onnx::ValueInfoProto& v, const std::string& name,
                     const std::vector<std::int64_t>& dims) {

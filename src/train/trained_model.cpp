@@ -48,8 +48,8 @@ std::vector<float> TrainedModel::logits(const float* images, std::int64_t n) {
     model_->reserve(n);
     reserved_ = n;
   }
-  const Tensor x = Tensor::view(const_cast<float*>(images), model_->input_shape().with_batch(n),
-                                Device::cpu);
+  const Tensor x =
+      Tensor::view(const_cast<float*>(images), model_->input_shape().with_batch(n), Device::cpu);
   const Tensor& y = model_->forward(x, nn::StepContext{nn::Mode::eval, 0, nullptr});
   return std::vector<float>(y.data(), y.data() + y.numel());
 }

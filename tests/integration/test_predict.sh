@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# `ddp_train predict` on PNG files this test writes (with PIL) from the first 40 test images gives
+# the classes `eval` gives for the same images, and probabilities equal to the softmax of eval's
+# logits; a directory, single files, --top-k and --output all work. The model: a LeNet epoch on a
+# CIFAR-10 subset (Fashion-MNIST or generated data where CIFAR-10 is absent, lib_data.sh).
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib_data.sh"
+pick_comparison_data 512 40
+python3 -c "import PIL" 2> /dev/null || skip "python3 with PIL (python3-pil) writes the PNG files"
+"$BIN" --config "$SRC/configs/cifar.toml" "${DATA[@]}" --data.train_limit 512 \
+  --data.test_limit 40 --runtime.threads 1 --runtime.device cpu --train.epochs 1 \
+  --train.batch_size 64 --run-dir "$WORK/run" > "$WORK/train.log" 2>&1 ||
+  { cat "$WORK/train.log"; fail "training failed"; }
+snap="$WORK/run/snapshot_e0001.h5"
+"$BIN" eval --snapshot "$snap" --runtime.threads 1 --dump-logits "$WORK/logits.csv" \
+  > "$WORK/eval.log" 2>&1 || { cat "$WORK/eval.log"; fail "eval with only --snapshot failed"; }
+mkdir -p "$WORK/png"
+python3 - "$WORK/png" "${DATA[@]}" << 'PY'
+import gzip, os, sys
+from PIL import Image
+out, args = sys.argv[1], sys.argv[2:]
+opt = dict(zip(args[0::2], args[1::2]))
+root = opt["--data.root"]
+for i in range(40):
+    if opt["--data.dataset"] == "cifar10":
+        raw = open(os.path.join(root, "test_batch.bin"), "rb").read()
+        rec = raw[i * 3073 + 1:(i + 1) * 3073]  # planar R, G, B
+        planes = [Image.frombytes("L", (32, 32), rec[c * 1024:(c + 1) * 1024]) for c in range(3)]
+        img = Image.merge("RGB", planes)
+    else:
+        p = os.path.join(root, "t10k-images-idx3-ubyte")
+        raw = gzip.open(p + ".gz").read() if os.path.exists(p + ".gz") else open(p, "rb").read()
+        img = Image.frombytes("L", (28, 28), raw[16 + i * 784:16 + (i + 1) * 784])
+    img.save(os.path.join(out, "img%03d.png" % i))
+PY
+"$BIN" predict --snapshot "$snap" "$WORK/png" --top-k 10 --output "$WORK/pred.csv" \
+  > "$WORK/predict.log" 2>&1 || { cat "$WORK/predict.log"; fail "predict failed"; }
+head -12 "$WORK/predict.log"
+python3 - "$WORK" << 'PY' || fail "predict disagrees with eval (see above)"
+import csv, math, os, sys
+work = sys.argv[1]
+ev = list(csv.DictReader(open(os.path.join(work, "logits.csv"))))
+pred = list(csv.DictReader(open(os.path.join(work, "pred.csv"))))
+assert len(ev) == 40, len(ev)
+assert len(pred) == 400, len(pred)
+for i in range(40):
+    rows = [r for r in pred if os.path.basename(r["file"]) == "img%03d.png" % i]
+    assert [int(r["rank"]) for r in rows] == list(range(1, 11)), rows
+    assert int(rows[0]["class_index"]) == int(ev[i]["predicted"]), (i, rows[0], ev[i]["predicted"])
+    z = [float(ev[i]["logit_%d" % c]) for c in range(10)]
+    m = max(z)
+    s = sum(math.exp(v - m) for v in z)
+    for r in rows:
+        want = math.exp(z[int(r["class_index"])] - m) / s
+        assert abs(float(r["probability"]) - want) < 1e-5, (i, r, want)
+    probs = [float(r["probability"]) for r in rows]
+    assert probs == sorted(probs, reverse=True) and abs(sum(probs) - 1) < 1e-4, probs
+print("predict == eval on 40 PNG files")
+PY
+# Single files and the default top-k (5) on stdout.
+"$BIN" predict --snapshot "$snap" "$WORK/png/img000.png" "$WORK/png/img001.png" \
+  > "$WORK/two.log" 2>&1 || { cat "$WORK/two.log"; fail "predict on two files failed"; }
+[ "$(grep -c '^  [0-9]\. ' "$WORK/two.log")" = 10 ] || { cat "$WORK/two.log"; fail "expected 5 classes for each of 2 files"; }
+# Not an image: a clear error naming the file, non-zero exit.
+echo "not an image" > "$WORK/bad.png"
+if "$BIN" predict --snapshot "$snap" "$WORK/bad.png" > "$WORK/bad.log" 2>&1; then
+  fail "predict accepted a file that is no image"
+fi
+grep -q "bad.png" "$WORK/bad.log" || { cat "$WORK/bad.log"; fail "the error does not name the file"; }
+pass "predict on PNG files gives eval's classes and softmax probabilities, on $DATA_NAME"
