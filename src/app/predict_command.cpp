@@ -152,7 +152,7 @@ int run_predict(const PredictCommand& cmd, const Config& cfg, int world_size, st
         const auto cls = order[static_cast<std::size_t>(r)];
         const double prob = p[static_cast<std::size_t>(cls)] / sum;
         char line[64];
-        std::snprintf(line, sizeof line, "  %lld. %6.2f%%  ", static_cast<long long>(r + 1),
+        std::snprintf(line, sizeof line, "  %2lld. %6.2f%%  ", static_cast<long long>(r + 1),
                       100.0 * prob);
         const auto& name = names[static_cast<std::size_t>(cls)];
         out << line << name << "\n";

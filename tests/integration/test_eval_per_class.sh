@@ -9,7 +9,8 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_data.sh"
 pick_comparison_data 512 301
-command -v python3 > /dev/null || skip "python3 is needed to read the labels independently"
+source "$(dirname "$0")/pack/find_python.sh"
+find_python csv
 # 301 test samples: 3 ranks get uneven shards.
 mpirun_local -np 2 "$BIN" --config "$SRC/configs/cifar.toml" "${DATA[@]}" --data.train_limit 512 \
   --data.test_limit 301 --runtime.threads 1 --runtime.device cpu --train.epochs 1 \
@@ -25,7 +26,7 @@ cat "$WORK/eval.log"
 "$BIN" eval --snapshot "$snap" --runtime.threads 1 --output-dir "$WORK/one" \
   --dump-logits "$WORK/logits.csv" > "$WORK/eval1.log" 2>&1 ||
   { cat "$WORK/eval1.log"; fail "1-rank eval with --dump-logits failed"; }
-python3 - "$WORK" "${DATA[@]}" << 'PY' || fail "per-class results are wrong (see above)"
+"$PY" - "$WORK" "${DATA[@]}" << 'PY' || fail "per-class results are wrong (see above)"
 import csv, gzip, json, os, sys
 work, args = sys.argv[1], sys.argv[2:]
 opt = dict(zip(args[0::2], args[1::2]))

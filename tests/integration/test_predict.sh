@@ -6,7 +6,8 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_data.sh"
 pick_comparison_data 512 40
-python3 -c "import PIL" 2> /dev/null || skip "python3 with PIL (python3-pil) writes the PNG files"
+source "$(dirname "$0")/pack/find_python.sh"
+find_python PIL
 "$BIN" --config "$SRC/configs/cifar.toml" "${DATA[@]}" --data.train_limit 512 \
   --data.test_limit 40 --runtime.threads 1 --runtime.device cpu --train.epochs 1 \
   --train.batch_size 64 --run-dir "$WORK/run" > "$WORK/train.log" 2>&1 ||
@@ -15,7 +16,7 @@ snap="$WORK/run/snapshot_e0001.h5"
 "$BIN" eval --snapshot "$snap" --runtime.threads 1 --dump-logits "$WORK/logits.csv" \
   > "$WORK/eval.log" 2>&1 || { cat "$WORK/eval.log"; fail "eval with only --snapshot failed"; }
 mkdir -p "$WORK/png"
-python3 - "$WORK/png" "${DATA[@]}" << 'PY'
+"$PY" - "$WORK/png" "${DATA[@]}" << 'PY'
 import gzip, os, sys
 from PIL import Image
 out, args = sys.argv[1], sys.argv[2:]
@@ -36,7 +37,7 @@ PY
 "$BIN" predict --snapshot "$snap" "$WORK/png" --top-k 10 --output "$WORK/pred.csv" \
   > "$WORK/predict.log" 2>&1 || { cat "$WORK/predict.log"; fail "predict failed"; }
 head -12 "$WORK/predict.log"
-python3 - "$WORK" << 'PY' || fail "predict disagrees with eval (see above)"
+"$PY" - "$WORK" << 'PY' || fail "predict disagrees with eval (see above)"
 import csv, math, os, sys
 work = sys.argv[1]
 ev = list(csv.DictReader(open(os.path.join(work, "logits.csv"))))
@@ -60,7 +61,7 @@ PY
 # Single files and the default top-k (5) on stdout.
 "$BIN" predict --snapshot "$snap" "$WORK/png/img000.png" "$WORK/png/img001.png" \
   > "$WORK/two.log" 2>&1 || { cat "$WORK/two.log"; fail "predict on two files failed"; }
-[ "$(grep -c '^  [0-9]\. ' "$WORK/two.log")" = 10 ] || { cat "$WORK/two.log"; fail "expected 5 classes for each of 2 files"; }
+[ "$(grep -Ec '^ +[0-9]+\. ' "$WORK/two.log")" = 10 ] || { cat "$WORK/two.log"; fail "expected 5 classes for each of 2 files"; }
 # Not an image: a clear error naming the file, non-zero exit.
 echo "not an image" > "$WORK/bad.png"
 if "$BIN" predict --snapshot "$snap" "$WORK/bad.png" > "$WORK/bad.log" 2>&1; then

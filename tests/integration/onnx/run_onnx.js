@@ -2,7 +2,7 @@
 //   node run_onnx.js ORT_MODULE_DIR MODEL.onnx INPUTS.f32 N C H W OUT.json
 // INPUTS.f32: N*C*H*W little-endian float32 (already normalised); OUT.json: the logits, N rows.
 const [ortDir, modelPath, inputPath, n, c, h, w, outPath] = process.argv.slice(2);
-const ort = require(require('path').join(ortDir, 'node_modules', 'onnxruntime-node'));
+const ort = require(require('path').resolve(ortDir, 'node_modules', 'onnxruntime-node'));
 const fs = require('fs');
 
 (async () => {
