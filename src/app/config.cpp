@@ -101,6 +101,7 @@ class Loader {
 
   void read_file(const fs::path& path) {
     cfg_.source = path;
+    file_ = path.string();  // read_text's messages name it
     read_toml(read_text(path), path.string());
   }
 
