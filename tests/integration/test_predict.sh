@@ -62,6 +62,31 @@ PY
 "$BIN" predict --snapshot "$snap" "$WORK/png/img000.png" "$WORK/png/img001.png" \
   > "$WORK/two.log" 2>&1 || { cat "$WORK/two.log"; fail "predict on two files failed"; }
 [ "$(grep -Ec '^ +[0-9]+\. ' "$WORK/two.log")" = 10 ] || { cat "$WORK/two.log"; fail "expected 5 classes for each of 2 files"; }
+# Another size is resized as `pack --size` resizes (PIL's bilinear filter): a 48x40 version of
+# each of 8 images (PIL, bicubic) classifies as PIL's own bilinear resize of it back to the model's
+# size does. And a JPEG decodes (libjpeg-turbo) and classifies.
+mkdir -p "$WORK/big" "$WORK/small"
+"$PY" - "$WORK" << 'PY'
+import os, sys
+from PIL import Image
+work = sys.argv[1]
+for i in range(8):
+    img = Image.open(os.path.join(work, "png", "img%03d.png" % i))
+    side = img.size
+    big = img.resize((40, 48), Image.BICUBIC)
+    big.save(os.path.join(work, "big", "img%03d.png" % i))
+    big.resize(side, Image.BILINEAR).save(os.path.join(work, "small", "img%03d.png" % i))
+img.save(os.path.join(work, "img.jpg"), quality=90)
+PY
+for d in big small; do
+  "$BIN" predict --snapshot "$snap" "$WORK/$d" --top-k 10 --output "$WORK/$d.csv" > /dev/null 2>&1 ||
+    fail "predict on the $d images failed"
+done
+diff <(sed 's|.*/||' "$WORK/big.csv") <(sed 's|.*/||' "$WORK/small.csv") > /dev/null ||
+  fail "48x40 images resized by predict classify unlike PIL's bilinear resize of them"
+"$BIN" predict --snapshot "$snap" "$WORK/img.jpg" --top-k 1 > "$WORK/jpg.log" 2>&1 ||
+  { cat "$WORK/jpg.log"; fail "predict on a JPEG failed"; }
+grep -Eq '^ +1\. +[0-9.]+%' "$WORK/jpg.log" || { cat "$WORK/jpg.log"; fail "no class for the JPEG"; }
 # Not an image: a clear error naming the file, non-zero exit.
 echo "not an image" > "$WORK/bad.png"
 if "$BIN" predict --snapshot "$snap" "$WORK/bad.png" > "$WORK/bad.log" 2>&1; then
