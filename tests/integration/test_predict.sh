@@ -2,13 +2,16 @@
 # `ddp_train predict` on PNG files this test writes (with PIL) from the first 40 test images gives
 # the classes `eval` gives for the same images, and probabilities equal to the softmax of eval's
 # logits; a directory, single files, --top-k and --output all work. The model: a LeNet epoch on a
-# CIFAR-10 subset (Fashion-MNIST or generated data where CIFAR-10 is absent, lib_data.sh).
+# CIFAR-10 subset (Fashion-MNIST or generated data where CIFAR-10 is absent, lib_data.sh),
+# normalised with its training set's statistics (data.normalize = dataset), which predict
+# recomputes.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_data.sh"
 pick_comparison_data 512 40
 source "$(dirname "$0")/pack/find_python.sh"
 find_python PIL
-"$BIN" --config "$SRC/configs/cifar.toml" "${DATA[@]}" --data.train_limit 512 \
+# data.normalize = dataset: predict must recompute the statistics of the same 512 training images.
+"$BIN" --config "$SRC/configs/cifar.toml" "${DATA[@]}" --data.normalize dataset --data.train_limit 512 \
   --data.test_limit 40 --runtime.threads 1 --runtime.device cpu --train.epochs 1 \
   --train.batch_size 64 --run-dir "$WORK/run" > "$WORK/train.log" 2>&1 ||
   { cat "$WORK/train.log"; fail "training failed"; }
