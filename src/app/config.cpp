@@ -93,9 +93,15 @@ class Loader {
   explicit Loader(Config& cfg) : cfg_(cfg) {}
 
   void read_file(const fs::path& path) {
-    file_ = path.string();
     cfg_.source = path;
-    const toml::table root = parse(read_text(path));
+    file_ = path.string();  // read_text's messages name it
+    read_toml(read_text(path), path.string());
+  }
+
+  // `origin` stands for the file in messages ("FILE:LINE").
+  void read_toml(const std::string& text, const std::string& origin) {
+    file_ = origin;
+    const toml::table root = parse(text);
     const auto sections = config_sections();
     for (auto&& [key, node] : root) {
       const std::string name(key.str());
@@ -361,6 +367,18 @@ Config load_config(const std::filesystem::path& path, const Overrides& overrides
   Config cfg;
   Loader loader(cfg);
   if (!path.empty()) loader.read_file(path);
+  loader.apply_overrides(overrides);
+  loader.resolve_model();
+  loader.cross_check();
+  cfg.resolved_toml = detail::to_toml(cfg);
+  return cfg;
+}
+
+Config load_config_text(const std::string& toml_text, const std::string& origin,
+                        const Overrides& overrides) {
+  Config cfg;
+  Loader loader(cfg);
+  loader.read_toml(toml_text, origin);
   loader.apply_overrides(overrides);
   loader.resolve_model();
   loader.cross_check();

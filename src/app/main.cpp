@@ -2,7 +2,9 @@
 // parallelism.
 //   ddp_train --config FILE [--section.key VALUE ...]      train (the default command)
 //   ddp_train inspect SNAPSHOT                               what a snapshot holds
-//   ddp_train eval --snapshot FILE --config FILE             test-set accuracy of a snapshot
+//   ddp_train eval --snapshot FILE                           test-set accuracy, per class
+//   ddp_train predict --snapshot FILE IMAGE...|DIR           classify JPEG/PNG files
+//   ddp_train export --snapshot FILE --output model.onnx     the model as ONNX
 //   ddp_train diff A.h5 B.h5                                 largest relative weight difference
 //   ddp_train doctor [--config FILE]                         check a launch before training
 //   ddp_train pack --format F --input PATH --output FILE.h5  pack images into one HDF5 file
@@ -22,7 +24,11 @@
 #include "ddp/app/config_agreement.hpp"
 #include "ddp/app/config_schema.hpp"
 #include "ddp/app/doctor.hpp"
+#include "ddp/app/eval_command.hpp"
+#include "ddp/app/export_command.hpp"
 #include "ddp/app/pack_command.hpp"
+#include "ddp/app/predict_command.hpp"
+#include "ddp/app/snapshot_config.hpp"
 #include "ddp/app/threads.hpp"
 #include "ddp/backend/cuda_backend.hpp"
 #include "ddp/ckpt/snapshot.hpp"
@@ -105,28 +111,6 @@ int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, ddp::co
     }
     throw;
   }
-}
-
-int run_eval(ddp::app::Config cfg, const std::string& snapshot, ddp::runtime::Runtime& rt,
-             ddp::comm::MpiComm& comm, std::ostream& out) {
-  ddp::app::configure_threads(cfg.runtime.threads, rt.local_size());
-  cfg.train.resume = snapshot;
-  auto compute = ddp::app::setup_compute(cfg, rt, comm);
-  // Evaluation never steps the optimizer, but restoring checks that its state fits: build the
-  // optimizer the snapshot was written with, whatever the config says.
-  const auto meta_opt = ddp::ckpt::read_snapshot(snapshot);
-  cfg.optim.name = meta_opt.optimizer_name;
-  if (meta_opt.optimizer.count("momentum") && cfg.optim.momentum == 0.0) cfg.optim.momentum = 0.9;
-  if (!meta_opt.optimizer.count("momentum")) cfg.optim.momentum = 0.0;
-  ddp::train::Trainer trainer(cfg, comm, out,
-                              {std::move(compute.backend), compute.grad_comm.get(), {}});
-  trainer.resume();
-  const auto e = trainer.evaluate();
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "test accuracy: %.2f%% (%lld samples), loss %.4f\n",
-                100.0 * e.accuracy, static_cast<long long>(e.samples), e.loss);
-  out << buf;
-  return 0;
 }
 
 // Largest relative difference between two snapshots' model tensors, per tensor and overall:
@@ -217,9 +201,12 @@ int main(int argc, char** argv) {
   auto* inspect = app.add_subcommand("inspect", "print what a snapshot holds");
   std::string inspect_file;
   inspect->add_option("snapshot", inspect_file, "snapshot file (.h5)")->required();
-  auto* eval = app.add_subcommand("eval", "evaluate a snapshot on the test set");
-  std::string eval_file;
-  eval->add_option("--snapshot", eval_file, "snapshot file (.h5)")->required();
+  ddp::app::EvalCommand eval_cmd;
+  auto* eval = ddp::app::add_eval_command(app, eval_cmd);
+  ddp::app::PredictCommand predict_cmd;
+  auto* predict = ddp::app::add_predict_command(app, predict_cmd);
+  ddp::app::ExportCommand export_cmd;
+  auto* export_ = ddp::app::add_export_command(app, export_cmd);
   auto* diff = app.add_subcommand("diff", "compare the model tensors of two snapshots");
   std::string diff_a, diff_b;
   diff->add_option("a", diff_a, "first snapshot")->required();
@@ -267,6 +254,14 @@ int main(int argc, char** argv) {
     }
     if (*diff) return run_diff(diff_a, diff_b, out);
     if (*pack) return ddp::app::run_pack(pack_cmd, rt.size(), std::cout);
+    if (*predict)
+      return ddp::app::run_predict(
+          predict_cmd, ddp::app::config_for_snapshot(predict_cmd.snapshot, config_path, overrides),
+          rt.size(), std::cout);
+    if (*export_)
+      return ddp::app::run_export(
+          export_cmd, ddp::app::config_for_snapshot(export_cmd.snapshot, config_path, overrides),
+          rt.size(), std::cout);
     if (*doctor) {
       // The doctor reports a mis-launch as one of its checks instead of refusing to run.
       const auto cfg = ddp::app::load_config(config_path, overrides);
@@ -279,15 +274,18 @@ int main(int argc, char** argv) {
     }
     // srun without PMIx starts N singletons that each think they are rank 0 of 1: stop here.
     ddp::runtime::check_launch_or_throw(rt);
-    const auto cfg = ddp::app::load_config(config_path, overrides);
+    // eval runs with the configuration stored in its snapshot unless --config names one.
+    const auto cfg = *eval
+                         ? ddp::app::config_for_snapshot(eval_cmd.snapshot, config_path, overrides)
+                         : ddp::app::load_config(config_path, overrides);
     // From here on every collective waits under comm.timeout_s (a rank that never arrives is
     // named and the job aborted), and the first one checks that every rank runs the same
     // configuration and command.
     ddp::comm::MpiComm comm(MPI_COMM_WORLD, ddp::comm::comm_options_from_env(cfg.comm.timeout_s));
     std::vector<std::pair<std::string, std::string>> command = {{"command", "train"}};
-    if (*eval) command = {{"command", "eval"}, {"eval --snapshot", eval_file}};
+    if (*eval) command = {{"command", "eval"}, {"eval --snapshot", eval_cmd.snapshot}};
     ddp::app::check_ranks_agree(comm, cfg.resolved_toml, command);
-    if (*eval) return run_eval(cfg, eval_file, rt, comm, out);
+    if (*eval) return ddp::app::run_eval(eval_cmd, cfg, rt, comm, out);
     return run_training(cfg, rt, comm, rank_log, out);
   } catch (const ddp::app::RanksDisagree& e) {
     // Every rank knows (they exchanged the hashes): rank 0 says it once, every rank exits 1.

@@ -90,6 +90,7 @@ std::string to_json(const EpochMetrics& m) {
   if (m.evaluated)
     out << ", \"test_loss\": " << num(m.test_loss) << ", \"test_acc\": " << num(m.test_acc)
         << ", \"test_samples\": " << m.test_samples;
+  if (m.evaluated && !m.confusion.empty()) out << m.confusion.json_fields(m.class_names);
   out << ", \"lr\": " << num(m.lr) << ", \"images_per_s\": " << num(m.images_per_s)
       << ", \"epoch_s\": " << num(m.epoch_s) << ", \"eval_s\": " << num(m.eval_s)
       << ", \"comm_wait_s\": " << num(m.comm_wait_s);

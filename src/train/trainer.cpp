@@ -18,8 +18,10 @@
 
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/ckpt/snapshot.hpp"
+#include "ddp/data/class_names.hpp"
 #include "ddp/data/distribute.hpp"
 #include "ddp/data/loader.hpp"
+#include "ddp/data/normalization.hpp"
 #include "ddp/data/readers.hpp"
 #include "ddp/data/sampler.hpp"
 #include "ddp/data/subset.hpp"
@@ -43,29 +45,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-data::Normalization make_normalization(const data::Options& d, const data::Dataset& train) {
-  const auto c = static_cast<std::size_t>(train.channels());
-  if (d.normalize == "dataset") return data::compute_normalization(train);
-  data::Normalization n;
-  if (d.normalize == "none") {
-    n.mean.assign(c, 0.0f);
-    n.std.assign(c, 1.0f);
-    return n;
-  }
-  auto expand = [&](const std::vector<double>& v, const char* key) {
-    if (v.size() != 1 && v.size() != c)
-      throw ConfigError(std::string("data.") + key + " has " + std::to_string(v.size()) +
-                        " values but the dataset has " + std::to_string(c) +
-                        " channels: give 1 value or " + std::to_string(c));
-    std::vector<float> out(c);
-    for (std::size_t i = 0; i < c; ++i) out[i] = static_cast<float>(v[v.size() == 1 ? 0 : i]);
-    return out;
-  };
-  n.mean = expand(d.mean, "mean");
-  n.std = expand(d.std, "std");
-  return n;
 }
 
 // "[3, 1, 2]", as the key is written in a file.
@@ -152,7 +131,8 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
                     "): the test split's images are " + dims(test_) +
                     " but the training split's are " + dims(train_) +
                     ": both splits must have the same channels, size and classes");
-  norm_ = make_normalization(d, train_);
+  norm_ = data::make_normalization(d, train_.channels(), &train_);
+  class_names_ = data::class_names(d, train_.num_classes());
 
   const std::int64_t world = comm_.size(), k = cfg_.train.accumulate;
   const auto rank = static_cast<std::size_t>(comm_.rank());
@@ -631,22 +611,48 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   return m;
 }
 
-EvalResult Trainer::evaluate() {
+EvalResult Trainer::evaluate(std::vector<float>* all_logits) {
   // Each rank takes a contiguous shard of the test set sized by its share; no padding, so every
   // sample counts once.
   const std::int64_t batch = micro_batch_;
   auto batches = data::eval_batches(test_.size(), comm_.size(), comm_.rank(), shares_, batch);
+  // The samples in the order the batches bring them: their labels and places for the confusion
+  // matrix and the logits.
+  std::vector<std::int64_t> order;
+  for (const auto& rb : batches) order.insert(order.end(), rb.indices.begin(), rb.indices.end());
   data::BatchLoader loader(test_, norm_, data::Augmentation{}, cfg_.train.seed, batch,
                            cfg_.data.prefetch);
   loader.start(std::move(batches), 0);
   feed_->begin(loader);
   const Shape input = model_->input_shape();
+  const std::int64_t classes = train_.num_classes();
+  EvalResult e;
+  e.confusion = Confusion(classes);
+  if (all_logits) all_logits->assign(static_cast<std::size_t>(test_.size() * classes), 0.0f);
+  std::vector<float> host_logits;
+  std::vector<std::uint8_t> labels;
   std::int64_t counts[2] = {0, 0};  // correct, samples
   while (auto b = feed_->next()) {
     const Tensor x =
         Tensor::view(const_cast<float*>(b->images), input.with_batch(b->size), be_->device());
     const Tensor& logits = model_->forward(x, nn::StepContext{nn::Mode::eval, 0, nullptr});
     eval_loss_->score(logits, b->labels);
+    // The predictions, on the host (a few floats per sample), for the confusion matrix.
+    const float* host = logits.data();
+    if (!be_->host_addressable()) {
+      host_logits.resize(static_cast<std::size_t>(logits.numel()));
+      be_->download(logits.data(), host_logits.data(), host_logits.size());
+      host = host_logits.data();
+    }
+    labels.resize(static_cast<std::size_t>(b->size));
+    for (std::int64_t i = 0; i < b->size; ++i)
+      labels[static_cast<std::size_t>(i)] =
+          test_.label(order[static_cast<std::size_t>(counts[1] + i)]);
+    e.confusion.add(host, labels.data(), b->size);
+    if (all_logits)
+      for (std::int64_t i = 0; i < b->size; ++i)
+        std::copy_n(host + i * classes, classes,
+                    all_logits->data() + order[static_cast<std::size_t>(counts[1] + i)] * classes);
     counts[1] += b->size;
   }
   const auto res = eval_loss_->take();
@@ -655,8 +661,10 @@ EvalResult Trainer::evaluate() {
   if (comm_.size() > 1) {
     comm_.allreduce_sum(std::span<double>(&loss, 1));
     comm_.allreduce_sum(std::span<std::int64_t>(counts, 2));
+    // Every rank filled only its own samples' rows (the rest are 0), so the sum is every row.
+    if (all_logits) comm_.allreduce_sum(std::span<float>(*all_logits));
   }
-  EvalResult e;
+  e.confusion.allreduce(comm_);
   e.samples = counts[1];
   if (e.samples > 0) {
     e.loss = loss / static_cast<double>(e.samples);
@@ -970,6 +978,8 @@ TrainResult Trainer::train_run(RunRecord* record) {
       m.test_loss = e.loss;
       m.test_acc = e.accuracy;
       m.test_samples = e.samples;
+      m.confusion = e.confusion;
+      m.class_names = class_names_;
       // The same on every rank (the sums are all-reduced).
       if (!std::isfinite(e.loss))
         throw Error("training diverged: the test loss after epoch " + std::to_string(epoch + 1) +

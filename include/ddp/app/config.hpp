@@ -37,6 +37,10 @@ using Overrides = std::vector<std::pair<std::string, std::string>>;
 // Throws ConfigError naming the file, key and line, with a "did you mean" suggestion for unknown
 // keys.
 Config load_config(const std::filesystem::path& path, const Overrides& overrides);
+// The same from TOML text held elsewhere (a snapshot's stored configuration); `origin` names it in
+// messages ("snapshot_e0003.h5 (stored config)"). Config::source stays empty.
+Config load_config_text(const std::string& toml_text, const std::string& origin,
+                        const Overrides& overrides);
 
 // What a preset is built for (the model.* keys and the dataset).
 struct PresetOptions {

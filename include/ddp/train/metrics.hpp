@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ddp/train/confusion.hpp"
 #include "ddp/train/rank_speed.hpp"
 
 namespace ddp::train {
@@ -22,6 +23,9 @@ struct EpochMetrics {
   double test_loss = 0.0;
   double test_acc = 0.0;  // fraction
   std::int64_t test_samples = 0;
+  // The evaluation's confusion matrix and the class names (empty when not evaluated).
+  Confusion confusion;
+  std::vector<std::string> class_names;
   double lr = 0.0;  // learning rate of the epoch's last step
   double images_per_s = 0.0;
   double epoch_s = 0.0;  // training time of the epoch (over all segments that trained it)
@@ -37,7 +41,9 @@ std::string format_epoch_line(const EpochMetrics& m);
 // "9,840"
 std::string with_thousands(double value);
 
-// One epoch as a metrics.jsonl line (no trailing newline). The ranks array comes last, one object
+// One epoch as a metrics.jsonl line (no trailing newline). An evaluated epoch carries "per_class"
+// ([{"class", "accuracy", "samples"}, ...]) and "confusion" (rows: true class, columns:
+// predicted) after "test_samples". The ranks array comes last, one object
 // per rank: {"rank", "host", "threads", "cpus", "share", "samples", "compute_s", "wait_s",
 // "images_per_s", "compute_ms_per_sample"} (images_per_s: what the rank contributed, summing to
 // the epoch's; compute_ms_per_sample: how fast it computes, leaving out the run's warm-up step).

@@ -19,6 +19,7 @@
 #include "ddp/sync/batch_stats_sync.hpp"
 #include "ddp/sync/gradient_sync.hpp"
 #include "ddp/train/batch_feed.hpp"
+#include "ddp/train/confusion.hpp"
 #include "ddp/train/loss_scaler.hpp"
 #include "ddp/train/metrics.hpp"
 #include "ddp/train/micro_batches.hpp"
@@ -36,6 +37,7 @@ struct EvalResult {
   double loss = 0.0;         // mean over all test samples
   double accuracy = 0.0;     // fraction
   std::int64_t samples = 0;  // counted exactly once each over all ranks
+  Confusion confusion;       // all-reduced: every rank holds every test sample's count
 };
 
 struct TrainResult {
@@ -67,7 +69,11 @@ class Trainer {
   TrainResult run(const RunStart& start);
   // Plans the start itself (plan_run_start with the trainer's configuration), then run(start).
   TrainResult run();
-  EvalResult evaluate();
+  // Exact evaluation on the test set. logits: when given, receives every test sample's logits
+  // ([test samples, classes], dataset order) on every rank.
+  EvalResult evaluate(std::vector<float>* logits = nullptr);
+  // One name per class (data/class_names.hpp).
+  const std::vector<std::string>& class_names() const { return class_names_; }
   // Loads the snapshot cfg.train.resume names ("auto" or a path; "" does nothing): rank 0 reads it,
   // every rank receives the state. run() calls it; `ddp_train eval` calls it alone.
   void resume();
@@ -130,6 +136,7 @@ class Trainer {
   data::Dataset train_, test_;
   std::string subset_note_;  // start-up lines of data.train_limit / test_limit subsets
   data::Normalization norm_;
+  std::vector<std::string> class_names_;
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<optim::Optimizer> opt_;
   std::unique_ptr<optim::LrSchedule> sched_;

@@ -1,0 +1,19 @@
+#pragma once
+// A trained model as an ONNX graph (opset kOnnxOpset), built with the ONNX project's own protobuf
+// definitions (Debian's libonnx-dev) and checked by its checker (onnx::checker::check_model)
+// before anything is written. Inference form: batch norm uses its running statistics, dropout is
+// an identity. Input "input" [N, C, H, W] (N symbolic: "batch"), output "logits" [N, classes].
+#include <string>
+
+#include "ddp/nn/model.hpp"
+
+namespace ddp::nn {
+
+inline constexpr int kOnnxOpset = 17;
+
+// The serialised ModelProto (the bytes of a .onnx file). Reads the model's host mirrors (call
+// model.pull_state() first on a GPU). Throws Error for a layer type the exporter does not know
+// and for a graph the ONNX checker refuses (with the checker's message).
+std::string export_onnx(const Model& model, const std::string& graph_name);
+
+}  // namespace ddp::nn

@@ -1,0 +1,38 @@
+#pragma once
+// A trained model rebuilt from a snapshot on the CPU, without its dataset: the layers from the
+// configuration, the image shape and class count from the dataset's description
+// (data/dataset_geometry.hpp), the weights and batch-norm statistics from the snapshot. What
+// `ddp_train predict` and `export` work on.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ddp/backend/backend.hpp"
+#include "ddp/ckpt/snapshot.hpp"
+#include "ddp/nn/model.hpp"
+#include "ddp/train/options.hpp"
+
+namespace ddp::train {
+
+class TrainedModel {
+ public:
+  // cfg: the configuration the snapshot was trained with (possibly overridden). ConfigError
+  // naming the snapshot and every tensor whose name or shape differs from the configured model.
+  TrainedModel(const Setup& cfg, const ckpt::Snapshot& snap);
+  ~TrainedModel();
+
+  nn::Model& model() { return *model_; }
+  const std::vector<std::string>& class_names() const { return class_names_; }
+
+  // Logits [n, classes] (host memory, row-major) of n normalised images [n, C, H, W] in eval mode.
+  std::vector<float> logits(const float* images, std::int64_t n);
+
+ private:
+  std::unique_ptr<backend::Backend> be_;
+  std::unique_ptr<nn::Model> model_;
+  std::vector<std::string> class_names_;
+  std::int64_t reserved_ = 0;
+};
+
+}  // namespace ddp::train

@@ -1,0 +1,19 @@
+#include "ddp/app/snapshot_config.hpp"
+
+#include "ddp/ckpt/snapshot.hpp"
+#include "ddp/error.hpp"
+
+namespace ddp::app {
+
+Config config_for_snapshot(const std::filesystem::path& snapshot,
+                           const std::filesystem::path& config_file, const Overrides& overrides) {
+  if (!config_file.empty()) return load_config(config_file, overrides);
+  const auto meta = ckpt::read_meta(snapshot);
+  if (meta.config_toml.empty())
+    throw ConfigError(snapshot.string() +
+                      ": the snapshot holds no configuration; give the training one with --config");
+  return load_config_text(meta.config_toml, snapshot.string() + " (stored configuration)",
+                          overrides);
+}
+
+}  // namespace ddp::app

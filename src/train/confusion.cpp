@@ -1,0 +1,98 @@
+#include "ddp/train/confusion.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <span>
+
+namespace ddp::train {
+namespace {
+
+// RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+Confusion::Confusion(std::int64_t classes)
+    : classes_(classes), counts_(static_cast<std::size_t>(classes * classes), 0) {}
+
+void Confusion::add(const float* logits, const std::uint8_t* labels, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float* row = logits + i * classes_;
+    std::int64_t best = 0;
+    for (std::int64_t c = 1; c < classes_; ++c)
+      if (row[c] > row[best]) best = c;
+    ++counts_[static_cast<std::size_t>(labels[i] * classes_ + best)];
+  }
+}
+
+void Confusion::allreduce(comm::Communicator& comm) {
+  if (comm.size() > 1) comm.allreduce_sum(std::span<std::int64_t>(counts_));
+}
+
+std::int64_t Confusion::samples(std::int64_t truth) const {
+  std::int64_t n = 0;
+  for (std::int64_t p = 0; p < classes_; ++p) n += count(truth, p);
+  return n;
+}
+
+double Confusion::accuracy(std::int64_t truth) const {
+  const auto n = samples(truth);
+  return n > 0 ? static_cast<double>(count(truth, truth)) / static_cast<double>(n) : 0.0;
+}
+
+std::string Confusion::json_fields(const std::vector<std::string>& names) const {
+  auto per_class = nlohmann::json::array();
+  auto matrix = nlohmann::json::array();
+  for (std::int64_t t = 0; t < classes_; ++t) {
+    per_class.push_back({{"class", names.at(static_cast<std::size_t>(t))},
+                         {"accuracy", accuracy(t)},
+                         {"samples", samples(t)}});
+    auto row = nlohmann::json::array();
+    for (std::int64_t p = 0; p < classes_; ++p) row.push_back(count(t, p));
+    matrix.push_back(std::move(row));
+  }
+  return ", \"per_class\": " + per_class.dump() + ", \"confusion\": " + matrix.dump();
+}
+
+std::string Confusion::csv(const std::vector<std::string>& names) const {
+  std::string out = "true\\predicted";
+  for (std::int64_t p = 0; p < classes_; ++p) {
+    out += ',';
+    out += csv_field(names.at(static_cast<std::size_t>(p)));
+  }
+  out += "\n";
+  for (std::int64_t t = 0; t < classes_; ++t) {
+    out += csv_field(names.at(static_cast<std::size_t>(t)));
+    for (std::int64_t p = 0; p < classes_; ++p) {
+      out += ',';
+      out += std::to_string(count(t, p));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string Confusion::table(const std::vector<std::string>& names) const {
+  std::size_t width = 5;
+  for (const auto& n : names) width = std::max(width, n.size());
+  std::string out;
+  for (std::int64_t t = 0; t < classes_; ++t) {
+    char line[96];
+    std::snprintf(line, sizeof line, " %7.2f%%  (%lld/%lld)\n", 100.0 * accuracy(t),
+                  static_cast<long long>(count(t, t)), static_cast<long long>(samples(t)));
+    const auto& name = names.at(static_cast<std::size_t>(t));
+    out += "  " + name + std::string(width - name.size(), ' ') + line;
+  }
+  return out;
+}
+
+}  // namespace ddp::train

@@ -1,0 +1,57 @@
+#include "ddp/train/trained_model.hpp"
+
+#include <algorithm>
+
+#include "ddp/backend/cpu_backend.hpp"
+#include "ddp/data/class_names.hpp"
+#include "ddp/data/dataset_geometry.hpp"
+#include "ddp/error.hpp"
+
+namespace ddp::train {
+
+TrainedModel::TrainedModel(const Setup& cfg, const ckpt::Snapshot& snap)
+    : be_(backend::make_cpu_backend()) {
+  const auto g = data::dataset_geometry(cfg.data);
+  model_ = std::make_unique<nn::Model>(cfg.model.layers, Shape{g.channels, g.height, g.width},
+                                       g.classes, *be_);
+  class_names_ = data::class_names(cfg.data, g.classes);
+  // Every tensor of the model must be in the snapshot with its shape (all checked before any is
+  // copied, so that the message lists them all).
+  std::string wrong;
+  for (const auto* list : {&model_->named_params(), &model_->named_buffers()})
+    for (const auto& t : *list) {
+      const auto it = snap.model.find(t.name);
+      if (it == snap.model.end())
+        wrong += "\n  " + t.name + ": missing from the snapshot";
+      else if (static_cast<std::int64_t>(it->second.size()) != t.tensor.numel())
+        wrong += "\n  " + t.name + ": " + std::to_string(it->second.size()) +
+                 " values in the snapshot, the configured model has " +
+                 std::to_string(t.tensor.numel());
+    }
+  if (!wrong.empty())
+    throw ConfigError(snap.source.string() +
+                      ": the snapshot does not fit the configured model (model.* keys or the "
+                      "dataset differ from training):" +
+                      wrong);
+  for (const auto* list : {&model_->named_params(), &model_->named_buffers()})
+    for (const auto& t : *list) {
+      const auto& v = snap.model.at(t.name);
+      std::copy(v.begin(), v.end(), t.tensor.data());
+    }
+  model_->push_state();
+}
+
+TrainedModel::~TrainedModel() = default;
+
+std::vector<float> TrainedModel::logits(const float* images, std::int64_t n) {
+  if (n > reserved_) {
+    model_->reserve(n);
+    reserved_ = n;
+  }
+  const Tensor x =
+      Tensor::view(const_cast<float*>(images), model_->input_shape().with_batch(n), Device::cpu);
+  const Tensor& y = model_->forward(x, nn::StepContext{nn::Mode::eval, 0, nullptr});
+  return std::vector<float>(y.data(), y.data() + y.numel());
+}
+
+}  // namespace ddp::train
