@@ -21,6 +21,7 @@ packages=(
   # test oracles: the PyTorch parity test, snapshot_to_torch.py, the torch benchmarks
   python3-torch python3-torchvision python3-h5py python3-pil python3-numpy libopenblas0
   python3-protobuf python3-crcmod  # the independent TensorBoard event-file reader
+  chromium  # test_report.sh renders the report page headless (DOM and screenshot)
 )
 sudo=""
 [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -34,6 +35,13 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
   echo "setup: all packages present"
+fi
+# test_onnx_export.sh installs onnxruntime-node with npm. A Node.js from elsewhere (NodeSource)
+# brings its own npm and conflicts with Debian's npm package: install Debian's only when none is.
+if ! command -v npm > /dev/null; then
+  echo "setup: installing nodejs npm"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
 
 # Environment Modules conflicts with lmod as a Debian package: unpack it beside lmod (the tests use

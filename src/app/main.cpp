@@ -5,6 +5,7 @@
 //   ddp_train eval --snapshot FILE                           test-set accuracy, per class
 //   ddp_train predict --snapshot FILE IMAGE...|DIR           classify JPEG/PNG files
 //   ddp_train export --snapshot FILE --output model.onnx     the model as ONNX
+//   ddp_train report RUN_DIR                                 RUN_DIR/report.html
 //   ddp_train diff A.h5 B.h5                                 largest relative weight difference
 //   ddp_train doctor [--config FILE]                         check a launch before training
 //   ddp_train pack --format F --input PATH --output FILE.h5  pack images into one HDF5 file
@@ -28,6 +29,7 @@
 #include "ddp/app/export_command.hpp"
 #include "ddp/app/pack_command.hpp"
 #include "ddp/app/predict_command.hpp"
+#include "ddp/app/report_command.hpp"
 #include "ddp/app/snapshot_config.hpp"
 #include "ddp/app/threads.hpp"
 #include "ddp/backend/cuda_backend.hpp"
@@ -207,6 +209,8 @@ int main(int argc, char** argv) {
   auto* predict = ddp::app::add_predict_command(app, predict_cmd);
   ddp::app::ExportCommand export_cmd;
   auto* export_ = ddp::app::add_export_command(app, export_cmd);
+  ddp::app::ReportCommand report_cmd;
+  auto* report = ddp::app::add_report_command(app, report_cmd);
   auto* diff = app.add_subcommand("diff", "compare the model tensors of two snapshots");
   std::string diff_a, diff_b;
   diff->add_option("a", diff_a, "first snapshot")->required();
@@ -262,6 +266,8 @@ int main(int argc, char** argv) {
       return ddp::app::run_export(
           export_cmd, ddp::app::config_for_snapshot(export_cmd.snapshot, config_path, overrides),
           rt.size(), std::cout);
+    if (*report)
+      return ddp::app::run_report(report_cmd, config_path, overrides, rt.size(), std::cout);
     if (*doctor) {
       // The doctor reports a mis-launch as one of its checks instead of refusing to run.
       const auto cfg = ddp::app::load_config(config_path, overrides);

@@ -17,7 +17,6 @@ Normalization make_normalization(const Options& opt, std::int64_t channels, cons
 // What training normalised with, for a command that has no training set at hand (predict,
 // report): data.normalize = "dataset" reads the training split and takes the data.train_limit
 // subset training took (picked with `seed`, train.seed); the other modes read nothing.
-Normalization training_normalization(const Options& opt, std::int64_t channels,
-                                     std::uint64_t seed);
+Normalization training_normalization(const Options& opt, std::int64_t channels, std::uint64_t seed);
 
 }  // namespace ddp::data
