@@ -2,7 +2,9 @@
 """Deterministic file mutator for the fuzz tests: fuzz_mutate.py SEED KIND IN OUT.
 
 The same (SEED, KIND, IN) always gives the same OUT, so a failing case reproduces from the seed the
-test prints. Prints one line describing the mutation. Kinds:
+test prints. Prints one line describing the mutation. `fuzz_mutate.py -` reads tab-separated
+"SEED KIND IN OUT" lines from stdin and does each (one description per line): a test mutates all its
+files in one Python start, which costs more than a mutation. Kinds:
   flip          1-4 bit flips, half of them in HDF5 metadata, a quarter in the first/last 8 KiB
   setbytes      1-4 bytes set to 0x00, 0xff or a random value
   truncate      cut at a random length (often inside the first 8 KiB)
@@ -87,8 +89,7 @@ def text(rng, data):
     return f"text {what} line {i + 1}"
 
 
-def main():
-    seed, kind, src, dst = sys.argv[1:5]
+def mutate(seed, kind, src, dst):
     rng = random.Random(f"{seed}:{kind}")
     data = bytearray(open(src, "rb").read())
     if kind == "flip":
@@ -156,7 +157,15 @@ def main():
     else:
         sys.exit(f"fuzz_mutate.py: unknown kind {kind!r}")
     open(dst, "wb").write(bytes(data))
-    print(desc)
+    return desc
+
+
+def main():
+    if sys.argv[1:] == ["-"]:
+        for line in sys.stdin:
+            print(mutate(*line.rstrip("\n").split("\t")))
+    else:
+        print(mutate(*sys.argv[1:5]))
 
 
 if __name__ == "__main__":

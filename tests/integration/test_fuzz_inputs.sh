@@ -13,18 +13,7 @@ source "$(dirname "$0")/lib_fuzz.sh"
 short=(--data.train_limit 256 --data.test_limit 128 --train.batch_size 64 --train.epochs 1
        --runtime.threads 1)
 
-# --- TOML --------------------------------------------------------------------------------------
-n=$(scaled 16)
-for ((i = 0; i < n; i++)); do
-  f="$WORK/fuzz_$i.toml"
-  what=$(mutate "toml$i" text "$SRC/configs/fashion_mnist.toml" "$f")
-  # A failure names the file (parse errors: FILE:LINE:COL) or the key at fault.
-  fuzz_case "TOML #$i: $what" "fuzz_$i\.toml|[a-z_]+\.[a-z_]+" 120 -- \
-    "$BIN" --config "$f" "${short[@]}" --run-dir "$WORK/toml_run_$i"
-  rm -rf "$WORK/toml_run_$i"
-done
-
-# --- IDX ---------------------------------------------------------------------------------------
+# --- The data the cases mutate -----------------------------------------------------------------
 # Subsets of Fashion-MNIST (256 training, 128 test images), raw and gzip-compressed.
 mkdir -p "$WORK/idx_raw" "$WORK/idx_gz"
 python3 - "$FASHION" "$WORK/idx_raw" << 'EOF'
@@ -42,22 +31,13 @@ for f in "$WORK"/idx_raw/*; do gzip -c "$f" > "$WORK/idx_gz/$(basename "$f").gz"
 idx_files=(train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte
            t10k-labels-idx1-ubyte)
 idx_kinds=(head16 flip setbytes truncate extend head16)
-n=$(scaled 16)
-for ((i = 0; i < n; i++)); do
-  form=$([ $((i % 2)) = 0 ] && echo raw || echo gz)
-  name=${idx_files[$((i / 2 % 4))]}
+idx_case() {  # idx_case I: sets form, name and kind of IDX case I
+  form=$([ $(($1 % 2)) = 0 ] && echo raw || echo gz)
+  name=${idx_files[$(($1 / 2 % 4))]}
   [ "$form" = gz ] && name="$name.gz"
-  kind=${idx_kinds[$((i / 2 % ${#idx_kinds[@]}))]}
-  dir="$WORK/idx_case"
-  rm -rf "$dir" && cp -r "$WORK/idx_$form" "$dir"
-  what=$(mutate "idx$i" "$kind" "$WORK/idx_$form/$name" "$dir/$name")
-  fuzz_case "IDX #$i $name: $what" "$name" 120 -- \
-    "$BIN" --config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist \
-    --data.root "$dir" "${short[@]}" --run-dir "$WORK/idx_run"
-  rm -rf "$WORK/idx_run"
-done
+  kind=${idx_kinds[$(($1 / 2 % ${#idx_kinds[@]}))]}
+}
 
-# --- CIFAR-10 binary ---------------------------------------------------------------------------
 # A tiny generated set in the CIFAR-10 binary layout: 5 training files and a test file of 40
 # records each (a label byte, then 3x32x32 pixels).
 mkdir -p "$WORK/cifar"
@@ -71,13 +51,54 @@ for name in [f"data_batch_{k}.bin" for k in range(1, 6)] + ["test_batch.bin"]:
 EOF
 cifar_files=(data_batch_1.bin data_batch_3.bin data_batch_5.bin test_batch.bin)
 cifar_kinds=(cifar_label flip truncate extend setbytes)
-n=$(scaled 10)
-for ((i = 0; i < n; i++)); do
+
+# Every mutated file first, in one Python start (lib_fuzz.sh); a data case's file is then copied
+# into a fresh copy of its data set.
+n_toml=$(scaled 16) n_idx=$(scaled 16) n_cifar=$(scaled 10)
+for ((i = 0; i < n_toml; i++)); do
+  plan_mutation "toml$i" text "$SRC/configs/fashion_mnist.toml" "$WORK/fuzz_$i.toml"
+done
+for ((i = 0; i < n_idx; i++)); do
+  idx_case "$i"
+  plan_mutation "idx$i" "$kind" "$WORK/idx_$form/$name" "$WORK/idx_mut_$i"
+done
+for ((i = 0; i < n_cifar; i++)); do
+  plan_mutation "cifar$i" "${cifar_kinds[$((i % ${#cifar_kinds[@]}))]}" \
+    "$WORK/cifar/${cifar_files[$((i % 4))]}" "$WORK/cifar_mut_$i"
+done
+mutate_planned
+
+# --- TOML --------------------------------------------------------------------------------------
+for ((i = 0; i < n_toml; i++)); do
+  f="$WORK/fuzz_$i.toml"
+  what=${WHAT[toml$i]}
+  # A failure names the file (parse errors: FILE:LINE:COL) or the key at fault.
+  fuzz_case "TOML #$i: $what" "fuzz_$i\.toml|[a-z_]+\.[a-z_]+" 120 -- \
+    "$BIN" --config "$f" "${short[@]}" --run-dir "$WORK/toml_run_$i"
+  rm -rf "$WORK/toml_run_$i"
+done
+
+# --- IDX ---------------------------------------------------------------------------------------
+for ((i = 0; i < n_idx; i++)); do
+  idx_case "$i"
+  dir="$WORK/idx_case"
+  rm -rf "$dir" && cp -r "$WORK/idx_$form" "$dir"
+  cp "$WORK/idx_mut_$i" "$dir/$name"
+  what=${WHAT[idx$i]}
+  fuzz_case "IDX #$i $name: $what" "$name" 120 -- \
+    "$BIN" --config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist \
+    --data.root "$dir" "${short[@]}" --run-dir "$WORK/idx_run"
+  rm -rf "$WORK/idx_run"
+done
+
+# --- CIFAR-10 binary ---------------------------------------------------------------------------
+for ((i = 0; i < n_cifar; i++)); do
   name=${cifar_files[$((i % 4))]}
   kind=${cifar_kinds[$((i % ${#cifar_kinds[@]}))]}
   dir="$WORK/cifar_case"
   rm -rf "$dir" && cp -r "$WORK/cifar" "$dir"
-  what=$(mutate "cifar$i" "$kind" "$WORK/cifar/$name" "$dir/$name")
+  cp "$WORK/cifar_mut_$i" "$dir/$name"
+  what=${WHAT[cifar$i]}
   fuzz_case "CIFAR #$i $name: $what" "$name" 120 -- \
     "$BIN" --config "$SRC/configs/cifar.toml" --data.root "$dir" --data.augment false \
     "${short[@]}" --data.train_limit 0 --data.test_limit 0 --train.batch_size 50 \

@@ -27,30 +27,36 @@ must_fail() {
   esac
 }
 
-n=$(scaled 70)
-for ((i = 0; i < n; i++)); do
+# Every mutated file first, in one Python start (lib_fuzz.sh); the --resume auto cases' files are
+# copied into their run directories below.
+n_inspect=$(scaled 70) n_eval=$(scaled 12) n_file=$(scaled 6) n_auto=$(scaled 6)
+for ((i = 0; i < n_inspect; i++)); do plan_mutation "inspect$i" "$(kind_of "$i")" "$base" "$WORK/inspect_$i.h5"; done
+for ((i = 0; i < n_eval; i++)); do plan_mutation "eval$i" "$(kind_of "$((i * 3 + 1))")" "$base" "$WORK/eval_$i.h5"; done
+for ((i = 0; i < n_file; i++)); do plan_mutation "resume$i" "$(kind_of "$((i * 5))")" "$base" "$WORK/resume_$i.h5"; done
+for ((i = 0; i < n_auto; i++)); do plan_mutation "auto$i" "$(kind_of "$((i * 5 + 3))")" "$base" "$WORK/auto_$i.h5"; done
+mutate_planned
+
+for ((i = 0; i < n_inspect; i++)); do
   kind=$(kind_of "$i")
   f="$WORK/inspect_$i.h5"
-  what=$(mutate "inspect$i" "$kind" "$base" "$f")
+  what=${WHAT[inspect$i]}
   fuzz_case "inspect #$i: $what" "inspect_$i\.h5" 60 -- "$BIN" inspect "$f"
   must_fail "$kind" "inspect #$i: $what"
 done
 
-n=$(scaled 12)
-for ((i = 0; i < n; i++)); do
+for ((i = 0; i < n_eval; i++)); do
   kind=$(kind_of "$((i * 3 + 1))")
   f="$WORK/eval_$i.h5"
-  what=$(mutate "eval$i" "$kind" "$base" "$f")
+  what=${WHAT[eval$i]}
   fuzz_case "eval #$i: $what" "eval_$i\.h5" 120 -- "$BIN" eval --snapshot "$f" "${common[@]}"
   must_fail "$kind" "eval #$i: $what"
 done
 
 # --resume FILE: one more epoch from the mutated epoch-2 snapshot.
-n=$(scaled 6)
-for ((i = 0; i < n; i++)); do
+for ((i = 0; i < n_file; i++)); do
   kind=$(kind_of "$((i * 5))")
   f="$WORK/resume_$i.h5"
-  what=$(mutate "resume$i" "$kind" "$base" "$f")
+  what=${WHAT[resume$i]}
   fuzz_case "--resume FILE #$i: $what" "resume_$i\.h5" 120 -- \
     "$BIN" "${common[@]}" --train.epochs 3 --run-dir "$WORK/rf_$i" --resume "$f"
   must_fail "$kind" "--resume FILE #$i: $what"
@@ -58,12 +64,11 @@ done
 
 # --resume auto: the mutated snapshot is the newest in a copy of the run directory; it is used if
 # it reads, else skipped with a warning naming it (the run resumes from epoch 1).
-n=$(scaled 6)
-for ((i = 0; i < n; i++)); do
-  kind=$(kind_of "$((i * 5 + 3))")
+for ((i = 0; i < n_auto; i++)); do
   dir="$WORK/auto_$i"
   cp -r "$WORK/base" "$dir"
-  what=$(mutate "auto$i" "$kind" "$base" "$dir/snapshot_e0002.h5")
+  cp "$WORK/auto_$i.h5" "$dir/snapshot_e0002.h5"
+  what=${WHAT[auto$i]}
   fuzz_case "--resume auto #$i: $what" "snapshot_e0002\.h5" 120 -- \
     "$BIN" "${common[@]}" --train.epochs 3 --run-dir "$dir" --resume auto
   if grep -q "skipping unreadable" "$WORK/case.err"; then
