@@ -338,8 +338,8 @@ int run(int argc, char** argv) {
   copt.precision =
       o.precision == "bf16" ? ddp::backend::Precision::bf16 : ddp::backend::Precision::fp32;
   auto be = ddp::backend::make_cuda_backend(device, copt);
-  std::optional<ddp::comm::NcclComm> comm;
-  if (size > 1) comm.emplace(MPI_COMM_WORLD, device, be->compute_stream());
+  std::unique_ptr<ddp::comm::NcclComm> comm;
+  if (size > 1) comm = ddp::comm::make_nccl_comm(MPI_COMM_WORLD, device, be->compute_stream());
 
   if (rank == 0) {
     std::printf("gpu_bench: %d rank(s); rank 0 on %s (%s), %s\n", size, be->name().c_str(),
@@ -356,7 +356,7 @@ int run(int argc, char** argv) {
                 "steps", "ms/step", "compute ms", "comm wait ms", "images/s", "GFLOP/s", "loss");
   }
   for (const auto& m : o.models) {
-    const Result r = run_model(m, o, *be, comm ? &*comm : nullptr, size);
+    const Result r = run_model(m, o, *be, comm.get(), size);
     // Rank 0 reports; the split is rank 0's (the slowest rank shows in everyone's comm wait).
     if (rank != 0) continue;
     const double ms = 1000.0 * r.wall_s / std::max(r.steps, 1);

@@ -12,11 +12,14 @@
 #
 # What it defines:
 #   DDP_HAVE_CUDA        ON when the backend is built (a variable for the rest of the build).
-#   ddp_cuda             static library of src/backend/cuda/*.cu and src/comm/*.cu, linked PUBLIC into
-#                        ddp_core, so every ddp_core user (ddp_train, the unit tests, the benches)
-#                        gets it; ddp_core users also get the compile definition DDP_HAVE_CUDA=1.
-#                        Without the backend, src/backend/cuda/cuda_stub.cpp (compiled into ddp_core
-#                        by its source glob) provides the same functions, reporting "not built".
+#   ddp_cuda             the plugin libddp_cuda.so (a MODULE library) of src/backend/cuda/*.cu and
+#                        src/comm/*.cu, next to ddp_train in the build tree and installed to
+#                        CMAKE_INSTALL_LIBDIR. Only it links cudart, cuBLAS, cuDNN and NCCL; ddp_core
+#                        loads it with dlopen (src/backend/cuda_plugin.cpp), so ddp_train runs on
+#                        nodes without those libraries. It takes what it uses of ddp_core from the
+#                        executable that loads it: such executables need ENABLE_EXPORTS (ddp_train,
+#                        the unit tests, gpu_bench). ddp_core users get the compile definition
+#                        DDP_HAVE_CUDA=1 (the plugin is built in this tree).
 #   ddp_cuda_target(T)   applies our CUDA settings (architectures, C++20, warnings as errors) to
 #                        another target with .cu sources (bench/gpu_bench).
 #   ddp_cuda_add_tests(T [LABELS ...])
@@ -221,16 +224,27 @@ endfunction()
 
 file(GLOB DDP_CUDA_SOURCES CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/src/backend/cuda/*.cu ${PROJECT_SOURCE_DIR}/src/comm/*.cu)
-add_library(ddp_cuda STATIC ${DDP_CUDA_SOURCES})
+add_library(ddp_cuda MODULE ${DDP_CUDA_SOURCES})
 ddp_cuda_target(ddp_cuda)
-# ddp_cuda implements interfaces of ddp_core (Backend, Communicator) and ddp_core's users call into
-# ddp_cuda: the two static libraries depend on each other, which CMake resolves by repeating them
-# on the link line.
-target_link_libraries(ddp_cuda PUBLIC CUDA::cudart CUDA::cublas ${CUDNN_LIBRARY} ${NCCL_LIBRARY}
-                               MPI::MPI_C
-                               PRIVATE ddp_core)
-target_link_libraries(ddp_core PUBLIC ddp_cuda)
+# Hidden visibility: the plugin's definitions of the functions of cuda_backend.hpp / nccl_comm.hpp
+# bind inside it (ddp_core has same-named ones that call through its table); only
+# ddp_cuda_plugin_table (src/backend/cuda/plugin_entry.cu) is exported. ddp_core is not linked:
+# its symbols come from the executable (ENABLE_EXPORTS), one copy of them in the process.
+set_target_properties(ddp_cuda PROPERTIES
+  LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}
+  CUDA_VISIBILITY_PRESET hidden
+  INSTALL_RPATH_USE_LINK_PATH ON)
+target_include_directories(ddp_cuda PRIVATE $<TARGET_PROPERTY:ddp_core,INTERFACE_INCLUDE_DIRECTORIES>)
+target_compile_definitions(ddp_cuda PRIVATE $<TARGET_PROPERTY:ddp_core,INTERFACE_COMPILE_DEFINITIONS>)
+target_link_libraries(ddp_cuda PRIVATE CUDA::cudart CUDA::cublas ${CUDNN_LIBRARY} ${NCCL_LIBRARY}
+                                       MPI::MPI_C)
 target_compile_definitions(ddp_core PUBLIC DDP_HAVE_CUDA=1)
+# ddp_core needs no CUDA header, but keeps the toolkit's include directory (no library) so that its
+# compile lines stay those of the builds before the plugin, which ccache holds.
+add_library(ddp_cuda_includes INTERFACE)
+target_include_directories(ddp_cuda_includes SYSTEM INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
+target_link_libraries(ddp_core PUBLIC ddp_cuda_includes)
+install(TARGETS ddp_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 set(DDP_HAVE_CUDA ON)
 
 function(ddp_cuda_add_tests target)
@@ -247,6 +261,7 @@ n=$(sh "$2")
 if [ "${n:-0}" -lt 1 ]; then echo "SKIPPED: no CUDA device visible (nvidia-smi lists none, or CUDA_VISIBLE_DEVICES hides them)"; exit 77; fi
 exec "$0" -n "$n" $MPIEXEC_EXTRA "$1" --gtest_filter='CudaNccl*'
 ]=])
+  # The test binary finds the plugin through DDP_CUDA_PLUGIN (it is not beside it).
   add_test(NAME cuda.nccl_one_rank_per_gpu
            COMMAND sh -c "${_script}" "${MPIEXEC_EXECUTABLE}" $<TARGET_FILE:${target}>
                    "${PROJECT_SOURCE_DIR}/scripts/visible_gpus.sh")
@@ -256,7 +271,7 @@ exec "$0" -n "$n" $MPIEXEC_EXTRA "$1" --gtest_filter='CudaNccl*'
   endif()
   set_tests_properties(cuda.nccl_one_rank_per_gpu PROPERTIES
                        LABELS "${_labels}" SKIP_RETURN_CODE 77 TIMEOUT 600
-                       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+                       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;DDP_CUDA_PLUGIN=$<TARGET_FILE:ddp_cuda>")
 endfunction()
 
 set(_ddp_arch_note "")

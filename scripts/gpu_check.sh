@@ -47,6 +47,8 @@ work=$(realpath -m "$work")
 report=${report:-$work/gpu_check_report.txt}
 prefix="$work/prefix"
 build="$work/build"
+# gpu_bench and the unit tests are not beside the CUDA plugin (build/libddp_cuda.so).
+export DDP_CUDA_PLUGIN="$build/libddp_cuda.so"
 runs="$work/runs"
 logs="$work/logs"
 if [ ! -d "$bundle" ]; then

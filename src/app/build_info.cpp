@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "ddp/backend/cuda_backend.hpp"
+#include "ddp/backend/cuda_plugin.hpp"
 #include "ddp/version_info.hpp"
 
 namespace ddp::app {
@@ -15,10 +16,16 @@ std::string build_info() {
   std::ostringstream os;
   os << "ddp_train " << DDP_VERSION_STRING << " (" << DDP_BUILD_TYPE << ")\n";
   os << "backends: cpu (oneDNN)";
-  if (backend::cuda_built())
-    os << ", cuda (cuDNN, cuBLAS, NCCL)\n" << backend::cuda_versions() << "\n";
-  else
-    os << "; cuda not built (configure with -DDDP_CUDA=ON on a machine with the CUDA toolkit)\n";
+  // The CUDA backend is the plugin libddp_cuda.so: say whether it loaded, from where, or why not.
+  const backend::CudaPluginStatus& plugin = backend::cuda_plugin_status();
+  if (plugin.loaded) {
+    os << ", cuda (cuDNN, cuBLAS, NCCL; plugin " << plugin.path << ")\n"
+       << backend::cuda_versions() << "\n";
+    if (const std::string why = backend::cuda_unavailable_reason(); !why.empty())
+      os << "cuda: no usable GPU: " << why << "\n";
+  } else {
+    os << "; cuda plugin not loaded: " << plugin.error << "\n";
+  }
   const dnnl_version_t* v = dnnl_version();
   os << "oneDNN " << v->major << "." << v->minor << "." << v->patch << "\n";
   char mpi[MPI_MAX_LIBRARY_VERSION_STRING];

@@ -148,8 +148,7 @@ Compute setup_compute(const Config& cfg, const runtime::Runtime& rt, comm::Commu
   if (rt.size() > 1) {
     comm::NcclCommOptions o;
     o.comm = comm::comm_options_from_env(cfg.comm.timeout_s);
-    out.grad_comm =
-        std::make_unique<comm::NcclComm>(MPI_COMM_WORLD, me.index, be->compute_stream(), o);
+    out.grad_comm = comm::make_nccl_comm(MPI_COMM_WORLD, me.index, be->compute_stream(), o);
   }
   out.backend = std::move(be);
   return out;

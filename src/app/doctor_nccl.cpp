@@ -11,7 +11,7 @@ NcclCheck check_nccl(comm::Communicator& control, int device, comm::NcclCommOpti
   std::string err;
   requested.abort_job_on_stall = false;  // a stall is this check's verdict, not the job's end
   try {
-    out.comm = std::make_unique<comm::NcclComm>(MPI_COMM_WORLD, device, nullptr, requested);
+    out.comm = comm::make_nccl_comm(MPI_COMM_WORLD, device, nullptr, requested);
     err = comm::verify_collectives(*out.comm);
   } catch (const Error& e) {
     err = e.what();

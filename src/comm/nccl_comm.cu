@@ -72,7 +72,42 @@ struct IdMessage {
 
 }  // namespace
 
-struct NcclComm::Impl {
+// The implementation of the NcclComm interface (make_nccl_comm below).
+class NcclCommImpl final : public NcclComm {
+ public:
+  NcclCommImpl(MPI_Comm comm, int device, void* compute_stream, NcclCommOptions options);
+  ~NcclCommImpl() override;
+  NcclCommImpl(const NcclCommImpl&) = delete;
+  NcclCommImpl& operator=(const NcclCommImpl&) = delete;
+
+  int rank() const override;
+  int size() const override;
+  void allreduce_sum(std::span<float> data) override;
+  void allreduce_sum(std::span<double> data) override;
+  void allreduce_sum(std::span<std::int64_t> data) override;
+  void broadcast(std::span<std::byte> data, int root) override;
+  void barrier() override;
+  void allgather(std::span<const std::byte> mine, std::span<std::byte> all) override;
+  Request iallreduce_sum(std::span<float> data) override;
+  void wait(Request& r) override;
+  bool test(Request& r) override;
+
+  void set_timeout(double seconds) override;
+  double timeout() const override;
+  void check_health() override;
+  bool aborted() const override;
+  std::int64_t collectives_started() const override;
+  std::size_t pending_requests() const override;
+  int device() const override;
+  void* comm_stream() const override;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+struct NcclCommImpl::Impl {
   struct Op {
     CollectiveInfo info;
     Clock::time_point start;
@@ -342,7 +377,7 @@ struct NcclComm::Impl {
 namespace {
 
 // An MPI request waited with the stall timeout (the control-plane steps of the setup).
-void wait_mpi(NcclComm::Impl& m, MPI_Request& req, const CollectiveInfo& info) {
+void wait_mpi(NcclCommImpl::Impl& m, MPI_Request& req, const CollectiveInfo& info) {
   const auto start = Clock::now();
   Backoff backoff;
   for (;;) {
@@ -360,7 +395,7 @@ void wait_mpi(NcclComm::Impl& m, MPI_Request& req, const CollectiveInfo& info) {
 // DDP_FAULT_NCCL_BOOTSTRAP_STALL: a receive that nothing matches stands for the bootstrap's
 // exchange, waited under the timeout like the real one; the request is withdrawn before the stall
 // is reported (thrown or the job aborted, as the options say).
-void stall_bootstrap(NcclComm::Impl& m) {
+void stall_bootstrap(NcclCommImpl::Impl& m) {
   std::fprintf(stderr,
                "ddp_train: fault injection (DDP_FAULT_NCCL_BOOTSTRAP_STALL, test only): rank %d's "
                "NCCL bootstrap never completes\n",
@@ -391,7 +426,7 @@ void stall_bootstrap(NcclComm::Impl& m) {
 
 }  // namespace
 
-NcclComm::NcclComm(MPI_Comm comm, int device, void* compute_stream, NcclCommOptions options)
+NcclCommImpl::NcclCommImpl(MPI_Comm comm, int device, void* compute_stream, NcclCommOptions options)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.options = std::move(options);
@@ -447,26 +482,26 @@ NcclComm::NcclComm(MPI_Comm comm, int device, void* compute_stream, NcclCommOpti
                       std::to_string(m.size) + " on device " + std::to_string(device));
 }
 
-NcclComm::~NcclComm() = default;
+NcclCommImpl::~NcclCommImpl() = default;
 
-int NcclComm::rank() const {
+int NcclCommImpl::rank() const {
   return impl_->rank;
 }
-int NcclComm::size() const {
+int NcclCommImpl::size() const {
   return impl_->size;
 }
 
-void NcclComm::allreduce_sum(std::span<float> data) {
+void NcclCommImpl::allreduce_sum(std::span<float> data) {
   impl_->allreduce(data, ncclFloat32);
 }
-void NcclComm::allreduce_sum(std::span<double> data) {
+void NcclCommImpl::allreduce_sum(std::span<double> data) {
   impl_->allreduce(data, ncclFloat64);
 }
-void NcclComm::allreduce_sum(std::span<std::int64_t> data) {
+void NcclCommImpl::allreduce_sum(std::span<std::int64_t> data) {
   impl_->allreduce(data, ncclInt64);
 }
 
-void NcclComm::broadcast(std::span<std::byte> data, int root) {
+void NcclCommImpl::broadcast(std::span<std::byte> data, int root) {
   Impl& m = *impl_;
   if (root < 0 || root >= m.size)
     throw Error("broadcast: root " + std::to_string(root) + " is not a rank (0.." +
@@ -481,7 +516,7 @@ void NcclComm::broadcast(std::span<std::byte> data, int root) {
       0, data.size());
 }
 
-void NcclComm::barrier() {
+void NcclCommImpl::barrier() {
   Impl& m = *impl_;
   m.reserve_staging(sizeof(float));
   // A one-float all-reduce on the device: NCCL has no barrier. The staging buffer is device memory.
@@ -491,7 +526,7 @@ void NcclComm::barrier() {
       0, sizeof(float));
 }
 
-void NcclComm::allgather(std::span<const std::byte> mine, std::span<std::byte> all) {
+void NcclCommImpl::allgather(std::span<const std::byte> mine, std::span<std::byte> all) {
   Impl& m = *impl_;
   const std::size_t n = mine.size();
   if (all.size() != n * static_cast<std::size_t>(m.size))
@@ -527,7 +562,7 @@ void NcclComm::allgather(std::span<const std::byte> mine, std::span<std::byte> a
       offset, n);
 }
 
-Request NcclComm::iallreduce_sum(std::span<float> data) {
+Request NcclCommImpl::iallreduce_sum(std::span<float> data) {
   Impl& m = *impl_;
   if (data.empty()) return Request{};
   if (!m.on_device(data.data())) {  // host memory: staged, so blocking
@@ -552,7 +587,7 @@ Request NcclComm::iallreduce_sum(std::span<float> data) {
   return Request{id};
 }
 
-void NcclComm::wait(Request& r) {
+void NcclCommImpl::wait(Request& r) {
   if (r.empty()) return;
   Impl& m = *impl_;
   auto it = m.pending.find(r.id());
@@ -569,7 +604,7 @@ void NcclComm::wait(Request& r) {
   m.free_events.push_back(op.done);
 }
 
-bool NcclComm::test(Request& r) {
+bool NcclCommImpl::test(Request& r) {
   if (r.empty()) return true;
   Impl& m = *impl_;
   auto it = m.pending.find(r.id());
@@ -594,29 +629,34 @@ bool NcclComm::test(Request& r) {
   return true;
 }
 
-void NcclComm::set_timeout(double seconds) {
+void NcclCommImpl::set_timeout(double seconds) {
   impl_->options.comm.timeout_s = seconds;
 }
-double NcclComm::timeout() const {
+double NcclCommImpl::timeout() const {
   return impl_->options.comm.timeout_s;
 }
-void NcclComm::check_health() {
+void NcclCommImpl::check_health() {
   impl_->check_health();
 }
-bool NcclComm::aborted() const {
+bool NcclCommImpl::aborted() const {
   return impl_->aborted;
 }
-std::int64_t NcclComm::collectives_started() const {
+std::int64_t NcclCommImpl::collectives_started() const {
   return impl_->seq;
 }
-std::size_t NcclComm::pending_requests() const {
+std::size_t NcclCommImpl::pending_requests() const {
   return impl_->pending.size();
 }
-int NcclComm::device() const {
+int NcclCommImpl::device() const {
   return impl_->device;
 }
-void* NcclComm::comm_stream() const {
+void* NcclCommImpl::comm_stream() const {
   return static_cast<void*>(impl_->stream);
+}
+
+std::unique_ptr<NcclComm> make_nccl_comm(MPI_Comm comm, int device, void* compute_stream,
+                                         NcclCommOptions options) {
+  return std::make_unique<NcclCommImpl>(comm, device, compute_stream, std::move(options));
 }
 
 std::string nccl_version() {

@@ -22,6 +22,14 @@ version=$(sed -nE 's/^project\(ddp_train VERSION ([0-9.]+).*/\1/p' "$SRC/CMakeLi
 [ -n "$version" ] || fail "no project version in $SRC/CMakeLists.txt"
 cmake --install "$build" --prefix "$prefix" > "$WORK/install.log" 2>&1 || { cat "$WORK/install.log"; fail "cmake --install failed"; }
 [ -x "$prefix/bin/ddp_train" ] || fail "cmake --install did not install bin/ddp_train"
+# A build with the CUDA plugin installs it where the installed binary finds it (PREFIX/lib*).
+if [ -f "$build/libddp_cuda.so" ]; then
+  installed_plugin=$(find "$prefix" -name libddp_cuda.so | head -1)
+  [ -n "$installed_plugin" ] || fail "cmake --install did not install libddp_cuda.so"
+  "$prefix/bin/ddp_train" --version > "$WORK/installed_version" 2>&1 || fail "installed ddp_train --version failed"
+  grep -qF "plugin $(realpath "$installed_plugin")" "$WORK/installed_version" ||
+    { cat "$WORK/installed_version"; fail "the installed ddp_train does not load the installed plugin"; }
+fi
 if [ ! -d "$prefix/modulefiles/ddp_train" ]; then
   # The top-level CMakeLists.txt does not include modules/install.cmake (yet): run those same rules
   # through a minimal project into the same prefix.

@@ -115,7 +115,7 @@ class CudaNccl : public ::testing::Test {
     NcclCommOptions o;
     o.comm.timeout_s = 120;
     o.abort_job_on_stall = false;
-    comm_.emplace(MPI_COMM_WORLD, device_, gpu_->compute_stream(), o);
+    comm_ = make_nccl_comm(MPI_COMM_WORLD, device_, gpu_->compute_stream(), o);
   }
   void TearDown() override {
     comm_.reset();
@@ -131,7 +131,7 @@ class CudaNccl : public ::testing::Test {
 
   int rank_ = 0, size_ = 1, device_ = 0;
   std::unique_ptr<CudaBackend> gpu_;
-  std::optional<NcclComm> comm_;
+  std::unique_ptr<NcclComm> comm_;
 };
 
 TEST_F(CudaNccl, SetupMatchesMpi) {
@@ -264,7 +264,8 @@ TEST_F(CudaNccl, StallIsReportedNotWaitedOut) {
   NcclCommOptions o;
   o.comm.timeout_s = 3;
   o.abort_job_on_stall = false;
-  NcclComm c(MPI_COMM_WORLD, device_, gpu_->compute_stream(), o);
+  const auto made = make_nccl_comm(MPI_COMM_WORLD, device_, gpu_->compute_stream(), o);
+  NcclComm& c = *made;
   if (rank_ == 0) {
     DeviceBuffer d = floats(1024);
     const auto t0 = std::chrono::steady_clock::now();

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ddp/app/doctor_nccl.hpp"
+#include "ddp/backend/cuda_plugin.hpp"
 #include "ddp/comm/mpi_comm.hpp"
 #include "ddp/error.hpp"
 #include "mpi_test_env.hpp"
@@ -19,6 +20,9 @@ TEST(DoctorNccl, StalledBootstrapFailsTheCheckInsteadOfEndingTheJob) {
 #ifndef DDP_HAVE_CUDA
   GTEST_SKIP() << "built without the CUDA backend: there is no NCCL check";
 #endif
+  // ctest names the plugin in DDP_CUDA_PLUGIN; run by hand without it, it is not found.
+  if (!backend::cuda_plugin())
+    GTEST_SKIP() << "the CUDA plugin did not load: " << backend::cuda_plugin_status().error;
   ddp::testing::ensure_mpi();
   comm::MpiComm control(MPI_COMM_WORLD, comm::CommOptions{30.0});
   comm::NcclCommOptions requested;

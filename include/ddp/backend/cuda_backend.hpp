@@ -4,9 +4,9 @@
 // Everything a backend does is enqueued on its one compute stream of one GPU.
 //
 // This header needs no CUDA header: host code includes it whether or not the backend was built.
-// In a build without it (DDP_CUDA=OFF, or the toolkit was not found; DDP_HAVE_CUDA undefined)
-// every function below still exists: cuda_unavailable_reason() says so, cuda_versions() returns
-// "", make_cuda_backend() and the buffers throw ddp::SystemError.
+// The backend is the plugin libddp_cuda.so (ddp/backend/cuda_plugin.hpp). Without it (not built,
+// or no CUDA libraries on this node) every function below exists: cuda_unavailable_reason() says
+// why, cuda_versions() returns "", make_cuda_backend() and the buffers throw ddp::SystemError.
 //
 // Memory. Every float* passed to a CudaBackend op is device memory of the backend's GPU (or CUDA
 // managed memory). Two exceptions accept host or device memory alike: the labels of softmax_xent
@@ -32,15 +32,15 @@
 
 namespace ddp::backend {
 
-// True when this build contains the CUDA backend (it may still find no GPU at run time).
+// True when the CUDA plugin is loaded (it may still find no GPU at run time).
 bool cuda_built();
 
-// Why device = "cuda" cannot run here ("" when at least one usable GPU is visible): the backend is
-// not built in, there is no driver or it is too old for this build's CUDA runtime, no GPU is
+// Why device = "cuda" cannot run here ("" when at least one usable GPU is visible): the plugin is
+// missing or did not load (the loader's message), there is no driver or it is too old, no GPU is
 // visible (CUDA_VISIBLE_DEVICES), ... Never throws, never crashes on a machine without a GPU.
 std::string cuda_unavailable_reason();
 
-// GPUs this process sees (cudaGetDeviceCount; 0 when none or when the backend is not built).
+// GPUs this process sees (cudaGetDeviceCount; 0 when none or when the plugin is not loaded).
 int cuda_device_count();
 
 struct CudaDeviceInfo {
@@ -56,7 +56,7 @@ struct CudaDeviceInfo {
 CudaDeviceInfo cuda_device_info(int device);
 
 // Library versions for `ddp_train --version`, e.g. "CUDA runtime 13.0 (driver 13.0), cuDNN 9.19.0,
-// cuBLAS 13.0.2, NCCL 2.28.9"; the driver reads "no driver" without one. "" when not built.
+// cuBLAS 13.0.2, NCCL 2.28.9"; the driver reads "no driver" without one. "" without the plugin.
 std::string cuda_versions();
 
 // The precision of convolutions and linear layers (their inputs and weights are rounded to it; the

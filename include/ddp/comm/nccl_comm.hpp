@@ -51,52 +51,35 @@ struct NcclCommOptions {
   bool fault_stall_bootstrap = nccl_bootstrap_stall_fault_from_env();
 };
 
-class NcclComm final : public Communicator {
+// The interface; make_nccl_comm() creates one. The implementation lives in the CUDA plugin
+// (libddp_cuda.so, see ddp/backend/cuda_plugin.hpp).
+class NcclComm : public Communicator {
  public:
-  // Collective over `comm`. `device`: the CUDA device (index among the visible ones) this rank
-  // uses; it is made current. `compute_stream`: the cudaStream_t the gradients are produced on
-  // (CudaBackend::compute_stream()), as void*; nullptr means the legacy default stream.
-  // Throws ddp::SystemError when NCCL cannot be set up (the message says which step failed).
-  NcclComm(MPI_Comm comm, int device, void* compute_stream, NcclCommOptions options = {});
-  ~NcclComm() override;
-  NcclComm(const NcclComm&) = delete;
-  NcclComm& operator=(const NcclComm&) = delete;
-
-  int rank() const override;
-  int size() const override;
-  void allreduce_sum(std::span<float> data) override;
-  void allreduce_sum(std::span<double> data) override;
-  void allreduce_sum(std::span<std::int64_t> data) override;
-  void broadcast(std::span<std::byte> data, int root) override;
-  void barrier() override;
-  void allgather(std::span<const std::byte> mine, std::span<std::byte> all) override;
-
-  Request iallreduce_sum(std::span<float> data) override;
-  void wait(Request& r) override;
-  bool test(Request& r) override;
-
   // The stall timeout in seconds (<= 0: wait forever) for collectives waited from now on.
-  void set_timeout(double seconds);
-  double timeout() const;
+  virtual void set_timeout(double seconds) = 0;
+  virtual double timeout() const = 0;
   // For a watchdog between collectives: polls ncclCommGetAsyncError; on an error aborts the
   // communicator and throws ddp::SystemError. Cheap; never blocks.
-  void check_health();
+  virtual void check_health() = 0;
   // True once the communicator was aborted (after an error or a stall); every call then throws.
-  bool aborted() const;
+  virtual bool aborted() const = 0;
   // Collectives started so far, and non-blocking ones not yet completed.
-  std::int64_t collectives_started() const;
-  std::size_t pending_requests() const;
+  virtual std::int64_t collectives_started() const = 0;
+  virtual std::size_t pending_requests() const = 0;
   // The CUDA device and the communication stream (a cudaStream_t, as void*).
-  int device() const;
-  void* comm_stream() const;
-
-  struct Impl;
-
- private:
-  std::unique_ptr<Impl> impl_;
+  virtual int device() const = 0;
+  virtual void* comm_stream() const = 0;
 };
 
-// "NCCL 2.28.9" (the library loaded at run time), or "" when the CUDA backend is not built.
+// A communicator collective over `comm`. `device`: the CUDA device (index among the visible ones)
+// this rank uses; it is made current. `compute_stream`: the cudaStream_t the gradients are produced
+// on (CudaBackend::compute_stream()), as void*; nullptr means the legacy default stream.
+// Throws ddp::SystemError when NCCL cannot be set up (the message says which step failed), and
+// when the CUDA plugin is not loaded (backend::cuda_unavailable_reason() says why).
+std::unique_ptr<NcclComm> make_nccl_comm(MPI_Comm comm, int device, void* compute_stream,
+                                         NcclCommOptions options = {});
+
+// "NCCL 2.28.9" (the library loaded at run time), or "" when the CUDA plugin is not loaded.
 std::string nccl_version();
 
 }  // namespace ddp::comm

@@ -119,10 +119,6 @@ void set_tensor_4d(cudnnTensorDescriptor_t d, std::int64_t n, std::int64_t c, st
 
 }  // namespace cuda
 
-bool cuda_built() {
-  return true;
-}
-
 std::string cuda_unavailable_reason() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
@@ -207,48 +203,66 @@ std::string cuda_versions() {
   return s;
 }
 
-DeviceBuffer::DeviceBuffer(int device, std::size_t bytes) : device_(device) {
-  if (bytes == 0) return;
-  cuda::DeviceGuard guard(device);
+namespace cuda {
+
+void* device_alloc(int device, std::size_t bytes) {
+  DeviceGuard guard(device);
   void* p = nullptr;
   DDP_CUDA_CHECK(cudaMalloc(&p, bytes));
   // cudaMemset runs on the legacy default stream, which our non-blocking streams do not wait for:
-  // finish it here (allocation is rare). The object owns the memory only once it is zeroed: a
-  // constructor that throws runs no destructor, so a failure frees it here.
+  // finish it here (allocation is rare). A failure frees the memory here: the caller (a
+  // constructor that throws) owns nothing yet.
   cudaError_t e = cudaMemset(p, 0, bytes);
   if (e == cudaSuccess) e = cudaStreamSynchronize(nullptr);
   if (e != cudaSuccess) {
     (void)cudaFree(p);
     DDP_CUDA_CHECK(e);
   }
-  ptr_ = p;
+  return p;
+}
+
+void device_free(int device, void* p) {
+  int previous = -1;
+  (void)cudaGetDevice(&previous);
+  if (previous != device) (void)cudaSetDevice(device);
+  (void)cudaFree(p);
+  if (previous >= 0 && previous != device) (void)cudaSetDevice(previous);
+  (void)cudaGetLastError();
+}
+
+void* pinned_alloc(int device, std::size_t bytes) {
+  DeviceGuard guard(device);
+  void* p = nullptr;
+  DDP_CUDA_CHECK(cudaMallocHost(&p, bytes));
+  std::memset(p, 0, bytes);
+  return p;
+}
+
+void pinned_free(void* p) {
+  (void)cudaFreeHost(p);
+  (void)cudaGetLastError();
+}
+
+}  // namespace cuda
+
+DeviceBuffer::DeviceBuffer(int device, std::size_t bytes) : device_(device) {
+  if (bytes == 0) return;
+  ptr_ = cuda::device_alloc(device, bytes);
   bytes_ = bytes;
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (!ptr_) return;
-  int previous = -1;
-  (void)cudaGetDevice(&previous);
-  if (previous != device_) (void)cudaSetDevice(device_);
-  (void)cudaFree(ptr_);
-  if (previous >= 0 && previous != device_) (void)cudaSetDevice(previous);
-  (void)cudaGetLastError();
+  if (ptr_) cuda::device_free(device_, ptr_);
 }
 
 PinnedBuffer::PinnedBuffer(int device, std::size_t bytes) {
   if (bytes == 0) return;
-  cuda::DeviceGuard guard(device);
-  void* p = nullptr;
-  DDP_CUDA_CHECK(cudaMallocHost(&p, bytes));
-  std::memset(p, 0, bytes);
-  ptr_ = p;
+  ptr_ = cuda::pinned_alloc(device, bytes);
   bytes_ = bytes;
 }
 
 PinnedBuffer::~PinnedBuffer() {
-  if (!ptr_) return;
-  (void)cudaFreeHost(ptr_);
-  (void)cudaGetLastError();
+  if (ptr_) cuda::pinned_free(ptr_);
 }
 
 }  // namespace ddp::backend

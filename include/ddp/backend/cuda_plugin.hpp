@@ -1,0 +1,78 @@
+#pragma once
+// The CUDA backend and the NCCL communicator live in a plugin, libddp_cuda.so, so that one
+// ddp_train binary runs on nodes without the CUDA libraries: ddp_train links none of libcudart,
+// libcublas, libcudnn and libnccl; the plugin does, and is loaded with dlopen the first time a
+// function of ddp/backend/cuda_backend.hpp or ddp/comm/nccl_comm.hpp is called (runtime.device
+// cuda or auto, --version, doctor). When it does not load, those functions report why (dlerror's
+// text) instead of the process dying before main.
+//
+// Where it is looked for: the file named by the environment variable DDP_CUDA_PLUGIN, else next
+// to the executable (the build tree), else in ../lib and ../<CMAKE_INSTALL_LIBDIR> beside the
+// executable's directory (an installation: P/bin/ddp_train, P/lib/libddp_cuda.so).
+//
+// The boundary. The plugin exports one C function (kCudaPluginEntrySymbol) returning a table of
+// function pointers. C++ types (std::string, std::unique_ptr, the Backend and Communicator
+// interfaces, exceptions) cross it: both sides are built by the same compiler from the same tree,
+// which the table's abi, size and build fields check before anything else is used. The plugin
+// resolves what it uses of ddp_core (the Backend base class, error types, the stall report) from
+// the executable, which exports its symbols for that (ENABLE_EXPORTS).
+#include <mpi.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace ddp::comm {
+class NcclComm;
+struct NcclCommOptions;
+}  // namespace ddp::comm
+
+namespace ddp::backend {
+
+class CudaBackend;
+struct CudaDeviceInfo;
+struct CudaOptions;
+
+// Raise when CudaPluginTable or an interface crossing it (Backend, CudaBackend, Communicator,
+// NcclComm, their option structs) changes in a way the size check does not catch.
+inline constexpr int kCudaPluginAbi = 1;
+inline constexpr const char* kCudaPluginEntrySymbol = "ddp_cuda_plugin_table";
+inline constexpr const char* kCudaPluginFile = "libddp_cuda.so";
+
+struct CudaPluginTable {
+  int abi = 0;             // kCudaPluginAbi as the plugin was built
+  std::size_t size = 0;    // sizeof(CudaPluginTable) as the plugin was built
+  const char* build = "";  // cuda_plugin_build_id() as the plugin was built
+  std::string (*unavailable_reason)() = nullptr;
+  int (*device_count)() = nullptr;
+  CudaDeviceInfo (*device_info)(int device) = nullptr;
+  std::string (*versions)() = nullptr;
+  std::unique_ptr<CudaBackend> (*make_backend)(int device, const CudaOptions& options) = nullptr;
+  // DeviceBuffer / PinnedBuffer: zero-filled memory, freed by the matching function.
+  void* (*device_alloc)(int device, std::size_t bytes) = nullptr;
+  void (*device_free)(int device, void* p) = nullptr;
+  void* (*pinned_alloc)(int device, std::size_t bytes) = nullptr;
+  void (*pinned_free)(void* p) = nullptr;
+  std::unique_ptr<comm::NcclComm> (*make_nccl_comm)(MPI_Comm comm, int device, void* compute_stream,
+                                                    const comm::NcclCommOptions& options) = nullptr;
+  std::string (*nccl_version)() = nullptr;
+};
+
+// The plugin's function: extern "C" const CudaPluginTable* ddp_cuda_plugin_table();
+using CudaPluginEntry = const CudaPluginTable* (*)();
+
+// What both sides must agree on beyond the ABI number: the project version and the compiler.
+#define DDP_CUDA_PLUGIN_BUILD_ID(version) version " (" __VERSION__ ")"
+
+struct CudaPluginStatus {
+  bool loaded = false;
+  std::string path;   // the file loaded or tried last ("" when none was found)
+  std::string error;  // why it did not load ("" when it did)
+};
+
+// Loads the plugin on the first call (thread-safe; never throws); later calls return the same.
+const CudaPluginStatus& cuda_plugin_status();
+// The plugin's table, or nullptr when it did not load.
+const CudaPluginTable* cuda_plugin();
+
+}  // namespace ddp::backend
