@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Streaming a packed file (data.cache_mb > 0) trains bitwise the weights of holding it in memory:
 # 1 rank and 2 ranks, 1 or 3 loader threads, a cache of one chunk (every batch re-reads chunks)
-# or a few, with augmentation and a random data.train_limit subset; the evaluation counts agree.
-# A chunk corrupted in the file is found while streaming: the error names the file, the chunk and
+# or a few, with augmentation and a random data.train_limit subset; the evaluations agree.
+# data.normalize = "dataset" is refused (it needs every image up front). A chunk corrupted in the file is found while streaming: the error names the file, the chunk and
 # its samples.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pack/find_python.sh"
@@ -50,6 +50,14 @@ run mem2 2
 run stream2 2 --data.cache_mb 3 --data.workers 2
 same mem2 stream2
 [ "$(grep -c '"test_acc"' "$WORK/mem1/metrics.jsonl")" = 2 ] || fail "not two evaluations in the metrics"
+
+# Settings streaming cannot honour are refused up front, naming the key.
+if "$BIN" "${common[@]}" --run-dir "$WORK/norm" --data.cache_mb 2 --data.normalize dataset \
+    > "$WORK/norm.log" 2>&1; then
+  fail "data.normalize = dataset was accepted with a streamed file"
+fi
+grep -q 'data.normalize = "dataset" reads every training image up front' "$WORK/norm.log" ||
+  { cat "$WORK/norm.log"; fail "the error does not say why data.normalize = dataset cannot stream"; }
 
 # Corrupt one byte of chunk 2 of the training images (the file's own chunk table says where).
 "$PY" - "$WORK/train.h5" << 'PYEOF'
