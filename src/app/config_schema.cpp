@@ -248,6 +248,14 @@ const std::vector<ConfigKey>& config_keys() {
        .help = "how the limits pick their samples: random = a subset chosen by train.seed (the "
                "same on every rank and world size), first = the first N of the file",
        .choices = {"random", "first"}},
+      {DDP_KEY(data, cache_mb),
+       .help = "data.dataset = packed: 0 = hold each file whole in memory; N > 0 = stream it from "
+               "disk through a cache of N MiB of chunks per split (for files larger than memory)",
+       .range = at_least(0)},
+      {DDP_KEY(data, workers),
+       .help = "streaming (data.cache_mb > 0): loader threads per split reading and decoding "
+               "chunks ahead of the trainer (0 = the rank's spare CPUs, 1..8)",
+       .range = at_least(0)},
       {DDP_KEY(data, prefetch), .help = "prepare the next batch on a background thread"},
       {DDP_KEY(data, distribute),
        .help = "each-reads = every rank reads the files; broadcast = rank 0 reads, the data "

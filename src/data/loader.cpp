@@ -83,8 +83,20 @@ int BatchLoader::free_slot() const {
   return -1;
 }
 
-void BatchLoader::fill(Slot& slot, const RankBatch& rb, std::uint64_t epoch) {
-  fill_batch(ds_, rb.indices, norm_, aug_, seed_, epoch, slot.images.data(), slot.labels.data());
+void BatchLoader::fill(Slot& slot, const RankBatch& rb, const RankBatch* next,
+                       std::uint64_t epoch) {
+  if (stream_) {
+    stream_->stage(rb.indices);
+    if (next) stream_->prefetch(next->indices);  // read while this batch is converted and used
+    struct Release {
+      PackedStream* s;
+      std::span<const std::int64_t> idx;
+      ~Release() { s->release(idx); }
+    } release{stream_, rb.indices};
+    fill_batch(ds_, rb.indices, norm_, aug_, seed_, epoch, slot.images.data(), slot.labels.data());
+  } else {
+    fill_batch(ds_, rb.indices, norm_, aug_, seed_, epoch, slot.images.data(), slot.labels.data());
+  }
   slot.batch.size = static_cast<std::int64_t>(rb.indices.size());
   slot.batch.global_size = rb.global_size;
   slot.batch.global_offset = rb.global_offset;
@@ -101,12 +113,13 @@ void BatchLoader::worker_loop() {
     Slot& slot = slots_[free_slot()];
     const std::size_t k = produced_;
     const RankBatch& rb = batches_[k];  // stable: start() waits while filling_
+    const RankBatch* after = k + 1 < batches_.size() ? &batches_[k + 1] : nullptr;
     const std::uint64_t epoch = epoch_;
     filling_ = true;
     lk.unlock();
     std::exception_ptr err;
     try {
-      fill(slot, rb, epoch);
+      fill(slot, rb, after, epoch);
     } catch (...) {
       err = std::current_exception();
     }
@@ -134,7 +147,8 @@ std::optional<Batch> BatchLoader::next() {
   if (!prefetch_) {
     // No worker: fill synchronously (the lock is uncontended; it keeps one code path for state).
     Slot& slot = slots_[0];
-    fill(slot, batches_[consumed_], epoch_);
+    fill(slot, batches_[consumed_],
+         consumed_ + 1 < batches_.size() ? &batches_[consumed_ + 1] : nullptr, epoch_);
     held_ = 0;
     ++consumed_;
     return slot.batch;

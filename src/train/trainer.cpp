@@ -24,6 +24,7 @@
 #include "ddp/data/normalization.hpp"
 #include "ddp/data/readers.hpp"
 #include "ddp/data/sampler.hpp"
+#include "ddp/data/stream_split.hpp"
 #include "ddp/data/subset.hpp"
 #include "ddp/error.hpp"
 #include "ddp/nn/memory_estimate.hpp"
@@ -106,14 +107,24 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
   if (be_->device() != Device::cpu && comm.size() > 1 && !place.grad_comm)
     throw Error("internal: a GPU trainer over several ranks needs a device communicator (NCCL)");
   const auto& d = cfg_.data;
-  train_ = data::load_distributed(d, data::Split::train, comm_);
-  test_ = data::load_distributed(d, data::Split::test, comm_);
+  if (data::streamed(d)) {  // each rank reads its samples from disk as it trains (limits applied)
+    train_stream_ =
+        data::open_split_stream(d, data::Split::train, cfg_.train.seed, backend::compute_threads());
+    test_stream_ =
+        data::open_split_stream(d, data::Split::test, cfg_.train.seed, backend::compute_threads());
+    train_ = train_stream_->view();
+    test_ = test_stream_->view();
+  } else {
+    train_ = data::load_distributed(d, data::Split::train, comm_);
+    test_ = data::load_distributed(d, data::Split::test, comm_);
+  }
   // A limited set says which samples it holds (start-up line): a subset of one class would score
   // a fake accuracy.
-  for (auto [set, limit, split] : {std::tuple{&train_, d.train_limit, data::Split::train},
-                                   std::tuple{&test_, d.test_limit, data::Split::test}}) {
-    const std::int64_t all = set->size();
-    *set = data::limit_samples(*set, limit, d.limit_subset, cfg_.train.seed, split);
+  for (auto [set, limit, split, stream] :
+       {std::tuple{&train_, d.train_limit, data::Split::train, train_stream_.get()},
+        std::tuple{&test_, d.test_limit, data::Split::test, test_stream_.get()}}) {
+    const std::int64_t all = stream ? stream->file_samples() : set->size();
+    if (!stream) *set = data::limit_samples(*set, limit, d.limit_subset, cfg_.train.seed, split);
     if (set->size() < all)
       subset_note_ += "data subset: " + set->origin() + ", " +
                       std::to_string(data::classes_present(*set)) + " of " +
@@ -448,6 +459,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   aug.hflip = cfg_.data.augment;
   aug.crop_padding = static_cast<int>(cfg_.data.crop_padding);
   data::BatchLoader loader(train_, norm_, aug, cfg_.train.seed, rank_batch_, cfg_.data.prefetch);
+  loader.set_stream(train_stream_.get());
   loader.start(std::move(batches), static_cast<std::uint64_t>(epoch));
   feed_->begin(loader);
 
@@ -622,6 +634,7 @@ EvalResult Trainer::evaluate(std::vector<float>* all_logits) {
   for (const auto& rb : batches) order.insert(order.end(), rb.indices.begin(), rb.indices.end());
   data::BatchLoader loader(test_, norm_, data::Augmentation{}, cfg_.train.seed, batch,
                            cfg_.data.prefetch);
+  loader.set_stream(test_stream_.get());
   loader.start(std::move(batches), 0);
   feed_->begin(loader);
   const Shape input = model_->input_shape();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ddp/data/dataset.hpp"
+#include "ddp/data/packed_stream.hpp"
 #include "ddp/data/sampler.hpp"
 #include "ddp/data/transform.hpp"
 
@@ -32,6 +33,10 @@ class BatchLoader {
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;
 
+  // Streams `ds` (which must be stream->view()): each batch's samples are staged before it is
+  // filled and released after, and the next batch's chunks are prefetched. Call before start().
+  void set_stream(PackedStream* stream) { stream_ = stream; }
+
   // Begins an epoch over the given batches (replacing any unfinished one).
   void start(std::vector<RankBatch> batches, std::uint64_t epoch);
   // The next batch of the epoch, or nullopt at its end.
@@ -47,7 +52,8 @@ class BatchLoader {
     std::size_t index = 0;
   };
   void worker_loop();
-  void fill(Slot& slot, const RankBatch& rb, std::uint64_t epoch);
+  // next: the batch after rb (its chunks are prefetched when streaming), or null.
+  void fill(Slot& slot, const RankBatch& rb, const RankBatch* next, std::uint64_t epoch);
   int free_slot() const;  // a slot neither ready nor held by the consumer, or -1; needs mu_
 
   const Dataset& ds_;
@@ -56,6 +62,7 @@ class BatchLoader {
   std::uint64_t seed_;
   std::int64_t max_batch_;
   bool prefetch_;
+  PackedStream* stream_ = nullptr;
 
   std::vector<RankBatch> batches_;
   std::uint64_t epoch_ = 0;

@@ -25,6 +25,12 @@ struct Options {
   // How the limits pick: "random" = a subset chosen by train.seed (the same on every rank and
   // world size), "first" = the first N (subset.hpp).
   std::string limit_subset = "random";
+  // data.dataset = "packed": 0 = read each file whole into memory; > 0 = stream it, holding at
+  // most this many MiB of its chunks per split (packed_stream.hpp).
+  std::int64_t cache_mb = 0;
+  // Streaming: loader threads per split reading, checking and decoding chunks (0 = the CPUs this
+  // rank may use beyond its compute threads, at least 1, at most 8).
+  std::int64_t workers = 0;
   bool prefetch = true;  // prepare the next batch on a background thread
   // each-reads: every rank reads the files (shared filesystem); broadcast: rank 0 reads them and
   // sends them over MPI, held once per node in MPI shared memory.

@@ -9,6 +9,7 @@
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/comm/communicator.hpp"
 #include "ddp/data/dataset.hpp"
+#include "ddp/data/packed_stream.hpp"
 #include "ddp/data/sampler.hpp"
 #include "ddp/data/transform.hpp"
 #include "ddp/nn/loss.hpp"
@@ -134,6 +135,8 @@ class Trainer {
   std::unique_ptr<backend::Backend> be_;
   comm::Communicator* grad_comm_;  // comm_ or the NCCL communicator
   data::Dataset train_, test_;
+  // data.cache_mb > 0: the streams train_ and test_ view (null when the data is in memory).
+  std::shared_ptr<data::PackedStream> train_stream_, test_stream_;
   std::string subset_note_;  // start-up lines of data.train_limit / test_limit subsets
   data::Normalization norm_;
   std::vector<std::string> class_names_;
