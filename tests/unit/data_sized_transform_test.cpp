@@ -131,5 +131,24 @@ TEST(SizedTransform, EncodedSetOfVaryingSizesEvaluatesAsTorchvision) {
   }
 }
 
+TEST(SizedTransform, CorruptEncodedSampleIsNamed) {
+  // Sample 1 claims to be a JPEG (FF D8 FF) but ends there: the error names the set and sample
+  // (TurboJPEG reads its header as 0x0, refused as an implausible size).
+  const std::vector<std::uint8_t> bytes = {0x89, 'P', 'N', 'G', 0xFF, 0xD8, 0xFF, 0xE0};
+  const Dataset ds = Dataset::encoded("'bad.h5'", 3, 2, bytes, {0, 4, 8}, {0, 1});
+  for (const Augmentation& aug : {train_aug(16), eval_augmentation([] {
+                                    Options o;
+                                    o.train_size = 16;
+                                    return o;
+                                  }())}) {
+    try {
+      fill(ds, {1}, aug, 0);
+      FAIL() << "a corrupt JPEG decoded";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find("'bad.h5': sample 1: "), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ddp::data
