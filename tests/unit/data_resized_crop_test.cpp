@@ -207,9 +207,10 @@ TEST(ScaledDecode, CloseToTheFullDecodeAndExactWhenOff) {
   for (std::size_t i = 0; i < torch_out.size(); ++i)
     diff += std::abs(static_cast<int>(approx.pixels[i]) - static_cast<int>(torch_out[i]));
   diff /= static_cast<double>(torch_out.size());
+  RecordProperty("mean_abs_diff_levels", std::to_string(diff));
   EXPECT_GT(diff, 0.0) << "scaled decoding took the full-decode path";
   // The mapped box is at most a scaled pixel off the true one (<= 4 source pixels of 150): a mean
-  // error of a few levels on smooth content.
+  // error of a few levels on smooth content (2.85 measured when written).
   EXPECT_LT(diff, 8.0);
 }
 
