@@ -15,6 +15,7 @@
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/data/packed_format.hpp"
 #include "ddp/data/registry.hpp"
+#include "ddp/data/transform.hpp"
 #include "ddp/error.hpp"
 #include "ddp/nn/memory_estimate.hpp"
 
@@ -41,7 +42,13 @@ struct ModelShape {
 };
 ModelShape model_shape(const data::Options& d) {
   const data::DatasetShape s = data::dataset_shape(d);
-  return {s.classes, s.channels, std::max(s.height, s.width)};
+  // data.train_size resizes every image to the network's input.
+  const std::int64_t side = data::transform_output_side(d);
+  if (side == 0 && (s.height == 0 || s.width == 0))
+    throw ConfigError("data.train_file = '" + d.train_file +
+                      "' holds images of varying sizes: set data.train_size (the network's "
+                      "input side; see data.eval_resize, data.eval_crop)");
+  return {s.classes, s.channels, side > 0 ? side : std::max(s.height, s.width)};
 }
 
 std::vector<std::string> all_key_names() {
@@ -186,6 +193,7 @@ class Loader {
   }
 
   void cross_check() const {
+    data::transform_output_side(cfg_.data);  // data.train_size / eval_crop / eval_resize agree
     if (cfg_.data.dataset == "packed") check_packed_files();
     const auto& s = cfg_.schedule;
     const auto& o = cfg_.optim;
@@ -235,16 +243,21 @@ class Loader {
                         " (or other class names): both splits must have the same channels, size "
                         "and classes (pack both with the same --size, from folders with the same "
                         "class folders)");
-    if (!train.fixed_size()) return;  // refused when read, with its own message
+    const std::int64_t side = data::transform_output_side(d);
+    if (!train.fixed_size() && side == 0)
+      throw ConfigError("data.train_file = '" + d.train_file +
+                        "' holds images of varying sizes: set data.train_size (the network's "
+                        "input side; see data.eval_resize, data.eval_crop)");
+    const std::int64_t h = side > 0 ? side : train.height, w = side > 0 ? side : train.width;
     try {
       const auto be = backend::make_cpu_backend();
-      nn::estimate_memory(cfg_.model.layers, Shape{train.channels, train.height, train.width}, *be);
+      nn::estimate_memory(cfg_.model.layers, Shape{train.channels, h, w}, *be);
     } catch (const ConfigError& e) {
       throw ConfigError("data.train_file = '" + d.train_file + "' holds " +
-                        std::to_string(train.channels) + "x" + std::to_string(train.height) + "x" +
-                        std::to_string(train.width) +
-                        " images, which the model does not take (pack it with --size HxW for "
-                        "this model, or choose another model): " +
+                        std::to_string(train.channels) + "x" + std::to_string(h) + "x" +
+                        std::to_string(w) + (side > 0 ? " images (data.train_size)" : " images") +
+                        ", which the model does not take (pack it with --size HxW or set "
+                        "data.train_size for this model, or choose another model): " +
                         e.what());
     }
   }

@@ -238,6 +238,20 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(data, augment),
        .help = "random crop (zero padding data.crop_padding) + horizontal flip"},
       {DDP_KEY(data, crop_padding), .help = "padding of the random crop", .range = at_least(0)},
+      {DDP_KEY(data, train_size),
+       .help = "network input side for images of any size (0 = the dataset's own): training "
+               "takes torchvision's RandomResizedCrop(train_size) + flip with data.augment "
+               "(else the eval transform), eval Resize(eval_resize) + CenterCrop(eval_crop)",
+       .range = at_least(0)},
+      {DDP_KEY(data, eval_resize),
+       .help = "with data.train_size: shorter side of the eval resize (0 = ceil(eval_crop * 8/7))",
+       .range = at_least(0)},
+      {DDP_KEY(data, eval_crop),
+       .help = "with data.train_size: eval centre crop, must equal train_size (0 = train_size)",
+       .range = at_least(0)},
+      {DDP_KEY(data, scaled_decode),
+       .help = "encoded JPEGs: decode at a TurboJPEG scale when the random crop is at most half "
+               "the image (faster; an approximation, not PIL's pixels)"},
       {DDP_KEY(data, train_limit),
        .help = "use only N training samples (0 = all), picked as data.limit_subset says",
        .range = at_least(0)},

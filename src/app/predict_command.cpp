@@ -96,17 +96,31 @@ int run_predict(const PredictCommand& cmd, const Config& cfg, int world_size, st
   const auto& names = tm.class_names();
   const auto classes = static_cast<std::int64_t>(names.size());
 
-  // The images as the packed datasets hold them: decoded, then resized to the model's input.
+  // With data.train_size the images take the evaluation transform (resize of the shorter side +
+  // centre crop), as the test set does; otherwise they are what a pack to the model's size holds:
+  // decoded, then resized to the model's input.
   const auto files = image_files(cmd.inputs);
+  const auto n = static_cast<std::int64_t>(files.size());
+  const bool sized = data::transform_output_side(cfg.data) > 0;
   std::vector<std::uint8_t> pixels;
+  std::vector<std::uint64_t> offsets{0};
   for (const auto& f : files) {
-    auto img = data::decode_image(read_bytes(f), f.string(), static_cast<int>(c));
+    auto bytes = read_bytes(f);
+    auto img = data::decode_image(bytes, f.string(), static_cast<int>(c));  // checks every file
+    if (sized) {
+      pixels.insert(pixels.end(), bytes.begin(), bytes.end());
+      offsets.push_back(pixels.size());
+      continue;
+    }
     if (img.height != h || img.width != w) img = data::resize_bilinear(img, h, w);
     pixels.insert(pixels.end(), img.pixels.begin(), img.pixels.end());
   }
-  const auto n = static_cast<std::int64_t>(files.size());
-  const data::Dataset images("predict inputs", c, h, w, static_cast<int>(classes),
-                             std::move(pixels), std::vector<std::uint8_t>(files.size(), 0));
+  std::vector<std::uint8_t> no_labels(files.size(), 0);
+  const data::Dataset images =
+      sized ? data::Dataset::encoded("predict inputs", c, static_cast<int>(classes),
+                                     std::move(pixels), std::move(offsets), std::move(no_labels))
+            : data::Dataset("predict inputs", c, h, w, static_cast<int>(classes), std::move(pixels),
+                            std::move(no_labels));
   // data.normalize = dataset needs the training set's statistics (as training computed them).
   const auto norm = data::training_normalization(cfg.data, c, cfg.train.seed);
 
@@ -121,8 +135,8 @@ int run_predict(const PredictCommand& cmd, const Config& cfg, int world_size, st
     std::iota(idx.begin(), idx.end(), first);
     batch.resize(static_cast<std::size_t>(m * c * h * w));
     labels.resize(static_cast<std::size_t>(m));
-    data::fill_batch(images, idx, norm, data::Augmentation{}, cfg.train.seed, 0, batch.data(),
-                     labels.data());
+    data::fill_batch(images, idx, norm, data::eval_augmentation(cfg.data), cfg.train.seed, 0,
+                     batch.data(), labels.data());
     const auto logits = tm.logits(batch.data(), m);
     for (std::int64_t i = 0; i < m; ++i) {
       // Softmax in double, shifted by the largest logit.

@@ -41,11 +41,12 @@ void predict_samples(const ReportCommand& cmd, const fs::path& config_file,
                                           cfg.train.seed, data::Split::test);
   const auto norm = data::training_normalization(cfg.data, test.channels(), cfg.train.seed);
   const auto n = static_cast<std::int64_t>(picked.size());
-  const std::int64_t c = test.channels(), h = test.height(), w = test.width();
+  const Shape input = tm.model().input_shape();
+  const std::int64_t c = input[0], h = input[1], w = input[2];
   std::vector<float> batch(static_cast<std::size_t>(n * c * h * w));
   std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
-  data::fill_batch(test, picked, norm, data::Augmentation{}, cfg.train.seed, 0, batch.data(),
-                   labels.data());
+  data::fill_batch(test, picked, norm, data::eval_augmentation(cfg.data), cfg.train.seed, 0,
+                   batch.data(), labels.data());
   const auto logits = tm.logits(batch.data(), n);
   const auto classes = static_cast<std::int64_t>(tm.class_names().size());
   for (std::int64_t i = 0; i < n; ++i) {
@@ -54,9 +55,18 @@ void predict_samples(const ReportCommand& cmd, const fs::path& config_file,
     const auto best = std::max_element(row, row + classes) - row;
     double sum = 0.0;
     for (std::int64_t j = 0; j < classes; ++j) sum += std::exp(double{row[j]} - row[best]);
-    data::Image img{c, h, w, {}};
-    const auto px = test.image(picked[static_cast<std::size_t>(i)]);
-    img.pixels.assign(px.begin(), px.end());
+    // The picture the model saw (after the evaluation transform), normalisation undone.
+    data::Image img{c, h, w, std::vector<std::uint8_t>(static_cast<std::size_t>(c * h * w))};
+    const float* x = batch.data() + i * c * h * w;
+    for (std::int64_t ch = 0; ch < c; ++ch)
+      for (std::int64_t p = ch * h * w; p < (ch + 1) * h * w; ++p) {
+        const auto k = static_cast<std::size_t>(ch);  // one value may stand for every channel
+        const float v = (x[p] * norm.std[norm.std.size() == 1 ? 0 : k] +
+                         norm.mean[norm.mean.size() == 1 ? 0 : k]) *
+                        255.0f;
+        img.pixels[static_cast<std::size_t>(p)] =
+            static_cast<std::uint8_t>(std::lround(std::clamp(v, 0.0f, 255.0f)));
+      }
     data.samples.push_back({data::encode_png(img), labels[static_cast<std::size_t>(i)],
                             static_cast<int>(best), 1.0 / sum});
   }

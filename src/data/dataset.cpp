@@ -13,6 +13,7 @@ namespace {
 struct Storage {
   std::vector<std::uint8_t> pixels;
   std::vector<std::uint8_t> labels;
+  std::vector<std::uint64_t> offsets;  // encoded sets only
 };
 
 }  // namespace
@@ -46,7 +47,7 @@ Dataset::Dataset(std::string origin, std::int64_t c, std::int64_t h, std::int64_
                       std::to_string(num_classes - 1));
     }
   }
-  auto storage = std::make_shared<Storage>(Storage{std::move(pixels), std::move(labels)});
+  auto storage = std::make_shared<Storage>(Storage{std::move(pixels), std::move(labels), {}});
   pixels_ = storage->pixels;
   labels_ = storage->labels;
   owner_ = std::move(storage);
@@ -71,6 +72,35 @@ Dataset::Dataset(std::string origin, std::int64_t n, std::int64_t c, std::int64_
                     std::to_string(w));
 }
 
+Dataset Dataset::encoded(std::string origin, std::int64_t c, int num_classes,
+                         std::vector<std::uint8_t> bytes, std::vector<std::uint64_t> offsets,
+                         std::vector<std::uint8_t> labels) {
+  if (c <= 0) throw DataError(origin + ": invalid channel count " + std::to_string(c));
+  if (num_classes < 1 || num_classes > 256)
+    throw DataError(origin + ": invalid number of classes " + std::to_string(num_classes) +
+                    " (uint8 labels allow 1..256)");
+  if (offsets.size() != labels.size() + 1 || offsets.front() != 0 ||
+      !std::is_sorted(offsets.begin(), offsets.end()) || offsets.back() != bytes.size())
+    throw DataError(origin + ": the encoded samples' offsets do not describe their bytes");
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    if (labels[i] >= num_classes)
+      throw DataError(origin + ": sample " + std::to_string(i) + " has label " +
+                      std::to_string(labels[i]) + ", but labels must be in 0.." +
+                      std::to_string(num_classes - 1));
+  Dataset d;
+  d.origin_ = std::move(origin);
+  d.n_ = static_cast<std::int64_t>(labels.size());
+  d.c_ = c;
+  d.num_classes_ = num_classes;
+  auto storage =
+      std::make_shared<Storage>(Storage{std::move(bytes), std::move(labels), std::move(offsets)});
+  d.pixels_ = storage->pixels;
+  d.labels_ = storage->labels;
+  d.offsets_ = storage->offsets;
+  d.owner_ = std::move(storage);
+  return d;
+}
+
 Dataset Dataset::head(std::int64_t n) const {
   if (n < 0) {
     throw DataError(origin_ + ": cannot take the first " + std::to_string(n) +
@@ -80,12 +110,32 @@ Dataset Dataset::head(std::int64_t n) const {
   Dataset d = *this;
   d.origin_ = origin_ + " (first " + std::to_string(n) + " of " + std::to_string(n_) + " samples)";
   d.n_ = n;
-  d.pixels_ = pixels_.first(static_cast<std::size_t>(n * image_bytes()));
+  if (is_encoded()) {
+    d.offsets_ = offsets_.first(static_cast<std::size_t>(n + 1));
+  } else {
+    d.pixels_ = pixels_.first(static_cast<std::size_t>(n * image_bytes()));
+  }
   d.labels_ = labels_.first(static_cast<std::size_t>(n));
   return d;
 }
 
 Dataset Dataset::gather(std::span<const std::int64_t> indices, std::string origin) const {
+  if (is_encoded()) {
+    std::vector<std::uint8_t> bytes, labels(indices.size());
+    std::vector<std::uint64_t> offsets{0};
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      const std::int64_t i = indices[k];
+      if (i < 0 || i >= n_)
+        throw DataError(origin_ + ": sample " + std::to_string(i) + " is out of range (" +
+                        std::to_string(n_) + " samples)");
+      const auto src = encoded_sample(i);
+      bytes.insert(bytes.end(), src.begin(), src.end());
+      offsets.push_back(bytes.size());
+      labels[k] = label(i);
+    }
+    return encoded(std::move(origin), c_, num_classes_, std::move(bytes), std::move(offsets),
+                   std::move(labels));
+  }
   const auto bytes = static_cast<std::size_t>(image_bytes());
   std::vector<std::uint8_t> pixels(indices.size() * bytes), labels(indices.size());
   for (std::size_t k = 0; k < indices.size(); ++k) {

@@ -50,6 +50,10 @@ Dataset broadcast_dataset(const std::function<Dataset()>& read, comm::Communicat
   if (rank == 0) {
     try {
       local = read();
+      if (local->is_encoded())
+        throw DataError(local->origin() +
+                        ": its images vary in size; data.distribute = \"broadcast\" does not "
+                        "share such sets yet: use \"each-reads\"");
       hdr.ok = 1;
       hdr.n = local->size();
       hdr.c = local->channels();

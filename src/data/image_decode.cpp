@@ -50,7 +50,9 @@ struct TjDeleter {
   void operator()(void* h) const { tjDestroy(h); }
 };
 
-Image decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& name, int channels) {
+// Decodes at num/denom of the stored size (TurboJPEG's DCT scaling; 1/1 is the plain decode).
+Image decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& name, int channels,
+                  tjscalingfactor scale = {1, 1}) {
   std::unique_ptr<void, TjDeleter> tj(tjInitDecompress());
   if (!tj) throw DataError(name + ": cannot start the JPEG decoder: " + tjGetErrorStr2(nullptr));
   int w = 0, h = 0, subsamp = 0, colorspace = 0;
@@ -64,6 +66,8 @@ Image decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& name, 
                     "sRGB out.jpg`) or leave it out (--skip-bad)");
   const int stored = colorspace == TJCS_GRAY ? 1 : 3;
   const int c = check_channels(stored, channels, name, stored == 1 ? "grey" : "colour");
+  w = TJSCALED(w, scale);
+  h = TJSCALED(h, scale);
   std::vector<std::uint8_t> hwc(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) *
                                 static_cast<std::size_t>(c));
   // Flags 0: libjpeg's accurate integer IDCT (JDCT_ISLOW) and fancy (smooth) upsampling, which
@@ -104,6 +108,42 @@ Image decode_png(std::span<const std::uint8_t> bytes, const std::string& name, i
 }
 
 }  // namespace
+
+std::pair<std::int64_t, std::int64_t> image_size(std::span<const std::uint8_t> bytes,
+                                                 const std::string& name) {
+  if (is_jpeg(bytes)) {
+    std::unique_ptr<void, TjDeleter> tj(tjInitDecompress());
+    if (!tj) throw DataError(name + ": cannot start the JPEG decoder: " + tjGetErrorStr2(nullptr));
+    int w = 0, h = 0, subsamp = 0, colorspace = 0;
+    if (tjDecompressHeader3(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()), &w,
+                            &h, &subsamp, &colorspace) != 0)
+      throw DataError(name + ": corrupt JPEG (" + tjGetErrorStr2(tj.get()) + ")");
+    check_size(w, h, name);
+    return {h, w};
+  }
+  if (is_png(bytes)) {
+    PngImage p;
+    if (!png_image_begin_read_from_memory(&p.image, bytes.data(), bytes.size()))
+      throw DataError(name + ": corrupt PNG (libpng: " + p.image.message + ")");
+    check_size(p.image.width, p.image.height, name);
+    return {p.image.height, p.image.width};
+  }
+  return {0, 0};  // decode_image() names the problem
+}
+
+Image decode_jpeg_scaled(std::span<const std::uint8_t> bytes, const std::string& name, int channels,
+                         int num, int denom) {
+  if (!is_jpeg(bytes)) throw DataError(name + ": scaled decoding needs a JPEG");
+  return decode_jpeg(bytes, name, channels, tjscalingfactor{num, denom});
+}
+
+std::vector<std::pair<int, int>> jpeg_scaling_factors() {
+  int n = 0;
+  const tjscalingfactor* f = tjGetScalingFactors(&n);
+  std::vector<std::pair<int, int>> out;
+  for (int i = 0; f != nullptr && i < n; ++i) out.emplace_back(f[i].num, f[i].denom);
+  return out;
+}
 
 bool is_jpeg(std::span<const std::uint8_t> b) {
   return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF;

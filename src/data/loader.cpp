@@ -30,7 +30,7 @@ BatchLoader::BatchLoader(const Dataset& ds, Normalization norm, Augmentation aug
                       " must be at least 1");
   }
   for (Slot& s : slots_) {
-    s.images.resize(static_cast<std::size_t>(max_batch_ * ds_.image_bytes()));
+    s.images.resize(static_cast<std::size_t>(max_batch_ * output_sample_floats(ds_, aug_)));
     s.labels.resize(static_cast<std::size_t>(max_batch_));
   }
   if (prefetch_) worker_ = std::thread(&BatchLoader::worker_loop, this);

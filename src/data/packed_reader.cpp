@@ -111,11 +111,6 @@ Dataset read_packed(const fs::path& file) {
     throw DataError(quoted(file) + ": " + std::to_string(classes) +
                     " classes; training from a packed file held in memory supports at most 256 "
                     "classes for now");
-  if (h.encoding == Encoding::encoded && !h.fixed_size())
-    throw DataError(quoted(file) +
-                    ": its images do not share one size, and training needs one (random-resized "
-                    "crops for such sets are not implemented yet); pack it with --encoding raw "
-                    "--size HxW");
 
   check_dims(file, kLabels, packed::detail::dims_of(f, file, kLabels), {n});
   std::vector<std::int32_t> labels32(n);
@@ -179,6 +174,10 @@ Dataset read_packed(const fs::path& file) {
       check_chunk(file, k, chunks, crc32_of({out, static_cast<std::size_t>(r.end - r.begin)}),
                   crcs[static_cast<std::size_t>(k)], samples_overlapping(offsets, r));
     }
+    // Images of varying sizes stay encoded: the loader decodes each to data.train_size.
+    if (!h.fixed_size())
+      return Dataset::encoded(quoted(file), h.channels, static_cast<int>(classes),
+                              std::move(encoded), std::move(offsets), std::move(labels));
     pixels = decode_all(file, h, encoded, offsets);
   }
   return Dataset(quoted(file), h.channels, h.height, h.width, static_cast<int>(classes),

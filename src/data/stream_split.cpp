@@ -28,6 +28,14 @@ bool streamed(const Options& d) {
         "data.distribute = \"broadcast\" holds the whole file in (shared) memory; with "
         "data.cache_mb > 0 every rank streams the file itself (use each-reads), or set "
         "data.cache_mb = 0");
+  // The stream writes each sample at its packed size into a view of one image size; the
+  // resized-crop path decodes per sample from a different container (Dataset::encoded).
+  if (d.train_size > 0)
+    throw ConfigError("data.cache_mb = " + std::to_string(d.cache_mb) +
+                      " with data.train_size = " + std::to_string(d.train_size) +
+                      ": streaming does not take the resized-crop transforms yet; set "
+                      "data.cache_mb = 0 (the pack is held encoded in memory and decoded per "
+                      "sample)");
   return true;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ddp/error.hpp"
+#include "sized_transform.hpp"
 #include "transform_check.hpp"
 
 // rng.hpp uses unsigned __int128, which -Wpedantic flags; it is a GCC/Clang extension we rely on.
@@ -45,6 +46,16 @@ void validate_transform(const Dataset& ds, const Normalization& norm, const Augm
                       "] = " + std::to_string(norm.std[c]) + " must be a positive finite number");
     }
   }
+  if (aug.out_size < 0 ||
+      (aug.out_size > 0 && !aug.random_resized_crop && aug.eval_resize < aug.out_size)) {
+    throw DataError("evaluation resize " + std::to_string(aug.eval_resize) +
+                    " must be at least the centre crop " + std::to_string(aug.out_size));
+  }
+  if (ds.is_encoded() && aug.out_size == 0) {
+    throw DataError(ds.origin() +
+                    ": its images vary in size; set data.train_size (with data.eval_resize and "
+                    "data.eval_crop) so that every sample is resized to the network's input");
+  }
   if (aug.crop_padding < 0) {
     throw DataError("augmentation crop_padding = " + std::to_string(aug.crop_padding) +
                     " must be >= 0");
@@ -56,6 +67,12 @@ void validate_transform(const Dataset& ds, const Normalization& norm, const Augm
 Normalization compute_normalization(const Dataset& ds) {
   if (ds.size() == 0) {
     throw DataError("cannot compute the normalisation of " + ds.origin() + ": it has no samples");
+  }
+  if (ds.is_encoded()) {
+    throw DataError(
+        ds.origin() +
+        ": its images vary in size and stay encoded, so data.normalize = \"dataset\" "
+        "cannot be computed; give data.mean and data.std (data.normalize = \"config\")");
   }
   const std::int64_t n = ds.size(), c_count = ds.channels(), hw = ds.height() * ds.width();
   const std::uint8_t* px = ds.pixels().data();
@@ -104,10 +121,28 @@ inline void fill(float* dst, std::int64_t n, float v) {
 
 }  // namespace
 
+std::int64_t output_sample_floats(const Dataset& ds, const Augmentation& aug) {
+  return aug.out_size > 0 ? ds.channels() * aug.out_size * aug.out_size : ds.image_bytes();
+}
+
 void fill_batch(const Dataset& ds, std::span<const std::int64_t> indices, const Normalization& norm,
                 const Augmentation& aug, std::uint64_t seed, std::uint64_t epoch, float* out,
                 std::int32_t* out_labels) {
   detail::validate_transform(ds, norm, aug);
+  if (aug.out_size > 0) {
+    const std::int64_t floats = output_sample_floats(ds, aug);
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+      const std::int64_t idx = indices[i];
+      if (idx < 0 || idx >= ds.size()) {
+        throw DataError("sample index " + std::to_string(idx) + " is out of range for " +
+                        ds.origin() + " (" + std::to_string(ds.size()) + " samples)");
+      }
+      out_labels[i] = ds.label(idx);
+      detail::transform_sized_sample(ds, idx, norm, aug, seed, epoch,
+                                     out + static_cast<std::int64_t>(i) * floats);
+    }
+    return;
+  }
   const std::int64_t C = ds.channels(), H = ds.height(), W = ds.width(), hw = H * W;
   const std::int64_t chw = C * hw;
   const std::int64_t P = aug.random_crop ? aug.crop_padding : 0;

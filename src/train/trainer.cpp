@@ -136,8 +136,10 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
     return std::to_string(s.channels()) + "x" + std::to_string(s.height()) + "x" +
            std::to_string(s.width()) + " in " + std::to_string(s.num_classes()) + " classes";
   };
-  if (test_.channels() != train_.channels() || test_.height() != train_.height() ||
-      test_.width() != train_.width() || test_.num_classes() != train_.num_classes())
+  // With data.train_size both splits are resized to it, so only channels and classes must agree.
+  const std::int64_t side = data::transform_output_side(d);
+  if (test_.channels() != train_.channels() || test_.num_classes() != train_.num_classes() ||
+      (side == 0 && (test_.height() != train_.height() || test_.width() != train_.width())))
     throw DataError("data.root = '" + d.root + "' (" + d.dataset +
                     "): the test split's images are " + dims(test_) +
                     " but the training split's are " + dims(train_) +
@@ -171,7 +173,8 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
   same_micro_count_ = cfg_.model.sync_batchnorm && world > 1;
   size_batches();
 
-  const Shape input{train_.channels(), train_.height(), train_.width()};
+  const Shape input{train_.channels(), side > 0 ? side : train_.height(),
+                    side > 0 ? side : train_.width()};
   // Absurd sizes are refused here, naming the key, instead of ending in std::bad_alloc. A cap yet
   // to be measured is at least one sample.
   check_memory_fits(cfg_, input, rank_batch_, measure_cap ? 1 : micro_batch_, *be_);
@@ -454,10 +457,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   // (seed, epoch, global batch), not of the number of ranks.
   batches.erase(batches.begin(),
                 batches.begin() + std::min<std::ptrdiff_t>(first_step, std::ssize(batches)));
-  data::Augmentation aug;
-  aug.random_crop = cfg_.data.augment;
-  aug.hflip = cfg_.data.augment;
-  aug.crop_padding = static_cast<int>(cfg_.data.crop_padding);
+  const data::Augmentation aug = data::train_augmentation(cfg_.data);
   data::BatchLoader loader(train_, norm_, aug, cfg_.train.seed, rank_batch_, cfg_.data.prefetch);
   loader.set_stream(train_stream_.get());
   loader.start(std::move(batches), static_cast<std::uint64_t>(epoch));
@@ -632,7 +632,7 @@ EvalResult Trainer::evaluate(std::vector<float>* all_logits) {
   // matrix and the logits.
   std::vector<std::int64_t> order;
   for (const auto& rb : batches) order.insert(order.end(), rb.indices.begin(), rb.indices.end());
-  data::BatchLoader loader(test_, norm_, data::Augmentation{}, cfg_.train.seed, batch,
+  data::BatchLoader loader(test_, norm_, data::eval_augmentation(cfg_.data), cfg_.train.seed, batch,
                            cfg_.data.prefetch);
   loader.set_stream(test_stream_.get());
   loader.start(std::move(batches), 0);
@@ -948,9 +948,9 @@ TrainResult Trainer::train_run(RunRecord* record) {
          << (r + 1 < w ? "," : "\n");
   out_ << "model:\n" << model_->summary() << "\n";
   out_ << "data: " << train_.size() << " training / " << test_.size() << " test samples of "
-       << train_.channels() << "x" << train_.height() << "x" << train_.width() << ", "
-       << train_.num_classes() << " classes; " << steps_per_epoch_
-       << " steps per epoch, global batch " << global_batch_ << " (";
+       << model_->input_shape()[0] << "x" << model_->input_shape()[1] << "x"
+       << model_->input_shape()[2] << ", " << train_.num_classes() << " classes; "
+       << steps_per_epoch_ << " steps per epoch, global batch " << global_batch_ << " (";
   // The slices the first epoch trains (a resume may bring the snapshot's, applied at its start).
   const auto& slices = pending_shares_.empty() ? shares_ : pending_shares_;
   if (std::adjacent_find(slices.begin(), slices.end(), std::not_equal_to<>()) == slices.end())

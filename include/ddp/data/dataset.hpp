@@ -22,6 +22,18 @@ class Dataset {
           int num_classes, std::shared_ptr<const void> owner, std::span<const std::uint8_t> pixels,
           std::span<const std::uint8_t> labels);
 
+  // A set of encoded JPEG/PNG samples of any size (an `encoded` packed file whose images vary):
+  // sample i is bytes [offsets[i], offsets[i+1]) of `bytes`. height() and width() are 0: the loader
+  // decodes each sample and resizes it to data.train_size / data.eval_crop (sized_transform.hpp).
+  static Dataset encoded(std::string origin, std::int64_t c, int num_classes,
+                         std::vector<std::uint8_t> bytes, std::vector<std::uint64_t> offsets,
+                         std::vector<std::uint8_t> labels);
+  bool is_encoded() const { return !offsets_.empty(); }
+  std::span<const std::uint8_t> encoded_sample(std::int64_t i) const {
+    const auto b = offsets_[static_cast<std::size_t>(i)];
+    return pixels_.subspan(b, offsets_[static_cast<std::size_t>(i) + 1] - b);
+  }
+
   const std::string& origin() const { return origin_; }
   std::int64_t size() const { return n_; }
   std::int64_t channels() const { return c_; }
@@ -51,6 +63,7 @@ class Dataset {
   std::shared_ptr<const void> owner_;  // keeps pixel/label storage alive for views
   std::span<const std::uint8_t> pixels_;
   std::span<const std::uint8_t> labels_;
+  std::span<const std::uint64_t> offsets_;  // encoded sets only: n + 1 byte offsets into pixels_
 };
 
 }  // namespace ddp::data

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ddp::data {
@@ -25,5 +26,20 @@ bool is_png(std::span<const std::uint8_t> bytes);
 // set / colour in a grey set (both are refused rather than converted: a mixed folder is usually a
 // mistake worth seeing). An alpha channel is dropped, as PIL's convert("RGB") does.
 Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name, int channels);
+
+// The stored (height, width) of a JPEG or PNG from its header, without decoding the pixels;
+// (0, 0) when the bytes are neither. DataError starting with `name` on a corrupt header.
+std::pair<std::int64_t, std::int64_t> image_size(std::span<const std::uint8_t> bytes,
+                                                 const std::string& name);
+
+// TurboJPEG's scaling factors (num, denom): decoding at num/denom of the size costs roughly that
+// fraction squared of the IDCT work. The result is TurboJPEG's scaled IDCT, not a resize of the
+// full decode, so its pixels differ from PIL's (an approximation used for small crops).
+std::vector<std::pair<int, int>> jpeg_scaling_factors();
+
+// Decodes a JPEG at num/denom (one of jpeg_scaling_factors()) of its size: ceil(side * num /
+// denom) per side. Errors as decode_image().
+Image decode_jpeg_scaled(std::span<const std::uint8_t> bytes, const std::string& name, int channels,
+                         int num, int denom);
 
 }  // namespace ddp::data

@@ -20,6 +20,14 @@ struct Options {
   std::vector<double> std = {0.5};
   bool augment = false;  // random crop (zero padding crop_padding) + horizontal flip
   std::int64_t crop_padding = 4;
+  // Large-image transforms (0 = off: images keep the dataset's size). With train_size, training
+  // takes torchvision's RandomResizedCrop(train_size) + flip (with data.augment; without it,
+  // training takes the evaluation transform) and evaluation Resize(eval_resize) +
+  // CenterCrop(eval_crop); the network's input is train_size (= eval_crop).
+  std::int64_t train_size = 0;
+  std::int64_t eval_resize = 0;  // 0: ceil(eval_crop * 8 / 7), torchvision's 256 for 224
+  std::int64_t eval_crop = 0;    // 0: train_size
+  bool scaled_decode = true;     // TurboJPEG's scaled decoding of small crops (an approximation)
   std::int64_t train_limit = 0;  // use only N training samples (0 = all)
   std::int64_t test_limit = 0;   // use only N test samples (0 = all)
   // How the limits pick: "random" = a subset chosen by train.seed (the same on every rank and
