@@ -239,11 +239,6 @@ target_compile_definitions(ddp_cuda PRIVATE $<TARGET_PROPERTY:ddp_core,INTERFACE
 target_link_libraries(ddp_cuda PRIVATE CUDA::cudart CUDA::cublas ${CUDNN_LIBRARY} ${NCCL_LIBRARY}
                                        MPI::MPI_C)
 target_compile_definitions(ddp_core PUBLIC DDP_HAVE_CUDA=1)
-# ddp_core needs no CUDA header, but keeps the toolkit's include directory (no library) so that its
-# compile lines stay those of the builds before the plugin, which ccache holds.
-add_library(ddp_cuda_includes INTERFACE)
-target_include_directories(ddp_cuda_includes SYSTEM INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
-target_link_libraries(ddp_core PUBLIC ddp_cuda_includes)
 install(TARGETS ddp_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 set(DDP_HAVE_CUDA ON)
 

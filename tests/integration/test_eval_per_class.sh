@@ -13,7 +13,7 @@ source "$(dirname "$0")/pack/find_python.sh"
 find_python csv
 # 301 test samples: 3 ranks get uneven shards.
 mpirun_local -np 2 "$BIN" --config "$SRC/configs/cifar.toml" "${DATA[@]}" --data.train_limit 512 \
-  --data.test_limit 301 --runtime.threads 1 --runtime.device cpu --train.epochs 1 \
+  --data.test_limit 301 --data.limit_subset first --runtime.threads 1 --runtime.device cpu --train.epochs 1 \
   --train.batch_size 64 --run-dir "$WORK/run" > "$WORK/train.log" 2>&1 ||
   { cat "$WORK/train.log"; fail "training failed"; }
 snap="$WORK/run/snapshot_e0001.h5"

@@ -12,7 +12,7 @@ source "$(dirname "$0")/pack/find_python.sh"
 find_python PIL
 # data.normalize = dataset: predict must recompute the statistics of the same 512 training images.
 "$BIN" --config "$SRC/configs/cifar.toml" "${DATA[@]}" --data.normalize dataset --data.train_limit 512 \
-  --data.test_limit 40 --runtime.threads 1 --runtime.device cpu --train.epochs 1 \
+  --data.test_limit 40 --data.limit_subset first --runtime.threads 1 --runtime.device cpu --train.epochs 1 \
   --train.batch_size 64 --run-dir "$WORK/run" > "$WORK/train.log" 2>&1 ||
   { cat "$WORK/train.log"; fail "training failed"; }
 snap="$WORK/run/snapshot_e0001.h5"
