@@ -119,7 +119,12 @@ std::string format_value(const Value& v) {
   if (const auto* s = std::get_if<std::string>(&v)) return s->empty() ? "\"\"" : *s;
   if (const auto* p = std::get_if<IntPair>(&v)) {
     if ((*p)[0] == (*p)[1]) return std::to_string((*p)[0]);
-    return "[" + std::to_string((*p)[0]) + ", " + std::to_string((*p)[1]) + "]";
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict, its bug 105329) on "[" + ....
+    std::string out = "[";
+    out += std::to_string((*p)[0]);
+    out += ", ";
+    out += std::to_string((*p)[1]);
+    return out + "]";
   }
   if (const auto* names = std::get_if<std::vector<std::string>>(&v)) {
     std::string out;

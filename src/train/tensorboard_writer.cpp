@@ -111,6 +111,14 @@ void TensorBoardWriter::epoch(std::int64_t global_step, const EpochMetrics& m) {
   v.emplace_back("epoch/epoch_s", m.epoch_s);
   v.emplace_back("epoch/eval_s", m.eval_s);
   v.emplace_back("epoch/comm_wait_s", m.comm_wait_s);
+  // metrics.jsonl's per_class accuracies, tagged with the class names (TensorBoard groups them).
+  if (m.evaluated)
+    for (std::int64_t c = 0; c < m.confusion.classes(); ++c) {
+      const auto i = static_cast<std::size_t>(c);
+      v.emplace_back(
+          "class_acc/" + (i < m.class_names.size() ? m.class_names[i] : std::to_string(c)),
+          m.confusion.accuracy(c));
+    }
   for (const RankSpeed& r : m.ranks) {
     const std::string n = std::to_string(r.rank);
     v.emplace_back("rank_images_per_s/rank_" + n, r.images_per_s());

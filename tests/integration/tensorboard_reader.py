@@ -111,6 +111,13 @@ for r in epochs:
         if got is None or got != f32(r[k]):
             sys.exit(f"epoch {r['epoch']}: epoch/{k} at step {step} is {got}, metrics.jsonl has {r[k]}")
         checked += 1
+    for c in r.get("per_class", []):
+        tag = "class_acc/" + c["class"]
+        if seen.get((tag, step)) != f32(c["accuracy"]):
+            sys.exit(f"epoch {r['epoch']}: {tag} is {seen.get((tag, step))}, metrics.jsonl has {c['accuracy']}")
+        checked += 1
+    if "test_acc" in r and not r.get("per_class"):
+        sys.exit(f"epoch {r['epoch']}: evaluated, but metrics.jsonl has no per_class")
     for rank in r["ranks"]:
         tag = f"rank_images_per_s/rank_{rank['rank']}"
         if seen.get((tag, step)) != f32(rank["images_per_s"]):
