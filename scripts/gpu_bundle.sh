@@ -8,8 +8,8 @@
 #                        machine that can run nvcc has (the compiler, glibc, the base system);
 #                        gpu_check.sh unpacks them into a private prefix (no root, no dpkg database)
 #   DIR/cifar10-subset.tar.xz
-#                        the first N records of each CIFAR-10 training file (default 400) and of
-#                        the test file (default 600), in the binary format ddp_train reads: the
+#                        the first N records of each CIFAR-10 training file (default 200) and of
+#                        the test file (default 500), in the binary format ddp_train reads: the
 #                        whole set (~178 MB, barely compressible) does not fit the size limit
 #   DIR/MANIFEST         what is in it, with sizes and SHA-256 sums
 #
@@ -21,8 +21,8 @@ set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out="$src/gpu_bundle"
 cifar="$src/../shared/data/cifar-10-batches-bin"
-train_per_file=400
-test_records=600
+train_per_file=200
+test_records=500
 limit_mib=60
 while (($#)); do
   case $1 in
@@ -43,11 +43,12 @@ done
 # What the build needs (scripts/setup.sh's build packages; not the test oracles or Slurm).
 packages=(cmake pkgconf libopenmpi-dev openmpi-bin libhdf5-dev hdf5-helpers libcli11-dev
   libtomlplusplus-dev nlohmann-json3-dev libdnnl-dev libgtest-dev zlib1g-dev libturbojpeg0-dev
-  libpng-dev ocl-icd-opencl-dev opencl-c-headers)
+  libpng-dev ocl-icd-opencl-dev opencl-c-headers libprotobuf-dev protobuf-compiler libisal-dev
+  libonnx-dev)
 # Present wherever nvcc runs (its host compiler, glibc and the base system), or never loaded by the
 # build and its tests (ssh for remote launches, hwloc's X11 plugins, helper scripts).
 base='^(gcc|g\+\+|cpp|gfortran|binutils|libbinutils|libctf|libgprofng|libc6|libc-dev-bin|libstdc\+\+|libgcc|linux-libc-dev|lib(a|t|l|ub|hwa)san[0-9]|libgomp|libquadmath|libitm|libatomic|libcc1|libisl|libmpfr|libmpc|libgmp|libcrypt|perl|libperl|m4$|autoconf|automake|autotools-dev|libgfortran|libjs-|libsepol|libselinux|libsemanage|libpam|libsystemd|libudev|libtinfo|libncurses|libzstd1|liblzma5|libbz2|zlib1g$|libdb5|libgdbm|libaudit|libcap|libacl|libattr|libpcre2-8|libmd0|libbsd0|debconf|dpkg|tar$|base-|libgpg-error|libgcrypt|liblz4|libxxhash|libseccomp|libext2fs|libcom-err|libss2|libuuid|libblkid|libmount|libsmartcols|util-linux|mount$|login$|passwd$|adduser|coreutils|bash$|sed$|grep$|gzip$|findutils|diffutils|hostname|init-system|ncurses|sensible-utils|libnsl|libtirpc|rpcsvc|libreadline|readline)'
-unused='^(openssh-client|libfido2-1|libcbor0.8|libedit2|procps|libproc2-0|debianutils|usrmerge|libfile-find-rule-perl|libnumber-compare-perl|libtext-glob-perl|libhwloc-plugins|libxnvctrl0|libx11-6|libx11-data|libxcb1|libxau6|libxdmcp6|libxext6|libssl-dev|libcurl4-openssl-dev|libjansson4)$'
+unused='^(googletest|openssh-client|libfido2-1|libcbor0.8|libedit2|procps|libproc2-0|debianutils|usrmerge|libfile-find-rule-perl|libnumber-compare-perl|libtext-glob-perl|libhwloc-plugins|libxnvctrl0|libx11-6|libx11-data|libxcb1|libxau6|libxdmcp6|libxext6|libssl-dev|libcurl4-openssl-dev|libjansson4)$'
 
 # The full set apt would install on an empty system, then less the above.
 tmp=$(mktemp -d)

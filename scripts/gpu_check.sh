@@ -99,7 +99,7 @@ declare -A what=(
   [sanitizer_racecheck]="compute-sanitizer --tool racecheck ddp_train (LeNet, 512 images, 1 epoch; at most 150 s)"
   [sanitizer_synccheck]="compute-sanitizer --tool synccheck ddp_train (LeNet, 512 images, 1 epoch; at most 150 s)"
   [gpu_bench]="gpu_bench --model all (LeNet, VGG, VGG-BN, ResNet-20) --precision fp32 and bf16, 1 rank and one rank per visible GPU"
-  [lenet_cifar10_10_epochs]="ddp_train --config configs/cifar.toml --train.epochs 10 on 1 GPU: per-epoch accuracy and images/s, final accuracy >= 25%"
+  [lenet_cifar10_10_epochs]="ddp_train --config configs/cifar.toml --train.epochs 10 on 1 GPU (batch 64 on the bundle's subset): per-epoch accuracy and images/s, final accuracy >= 25%"
 )
 
 # --- the prefix: the bundle's packages, unpacked without root or dpkg's database -----------------
@@ -223,7 +223,11 @@ bench() {  # all models and precisions, one rank, then one rank per GPU
   done
 }
 lenet10() {
-  train lenet10 1 cuda --train.epochs 10 || return 1
+  # On the bundle's 1,000-image subset, batches of 256 are 4 steps an epoch, too few to learn in 10
+  # epochs (8% on the CPU); batches of 64 reach 32% there. The full set keeps the config's 256.
+  local batch=()
+  [ "$cifar_note" = "the full CIFAR-10" ] || batch=(--train.batch_size 64)
+  train lenet10 1 cuda --train.epochs 10 "${batch[@]}" || return 1
   grep '"epoch"' "$runs/lenet10/metrics.jsonl" | grep -o '"epoch": [0-9]*\|"test_acc": [0-9.e-]*\|"images_per_s": [0-9.e+]*\|"epoch_s": [0-9.e+-]*' |
     paste -d' ' - - - - | sed 's/^/figure: /'
   echo "figure: final test accuracy $(acc lenet10) ($cifar_note)"

@@ -14,7 +14,7 @@ plugin="$(dirname "$BIN")/libddp_cuda.so"
 [ -f "$plugin" ] || skip "no $plugin: this build has no CUDA backend (DDP_CUDA=OFF or the toolkit was not found)"
 cuda_libs='libcudart|libcublas|libcudnn|libnccl'
 if ldd "$BIN" | grep -E "$cuda_libs"; then fail "ddp_train itself links CUDA libraries"; fi
-ldd "$plugin" | grep -qE "libcudart" || fail "the plugin does not link libcudart: $(ldd "$plugin")"
+ldd "$plugin" | grep -E "libcudart" > /dev/null || fail "the plugin does not link libcudart: $(ldd "$plugin")"
 
 "$BIN" --version > "$WORK/version" 2>&1 || { cat "$WORK/version"; fail "--version failed"; }
 cat "$WORK/version"

@@ -14,7 +14,7 @@ else
   unset CUDA_VISIBLE_DEVICES
 fi
 [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
-"$BIN" --version | grep -q '^backends:.*, cuda (' || skip "this ddp_train was built without the CUDA backend"
+"$BIN" --version | grep '^backends:.*, cuda (' > /dev/null || skip "this ddp_train was built without the CUDA backend"
 # The GPUs this test's processes see (CUDA_VISIBLE_DEVICES honoured), not the machine's.
 gpus=$(sh "$SRC/scripts/visible_gpus.sh")
 [ "${gpus:-0}" -ge 1 ] || skip "no GPU visible (nvidia-smi lists none, or CUDA_VISIBLE_DEVICES='${CUDA_VISIBLE_DEVICES-}' hides them)"

@@ -11,17 +11,6 @@ mkdir -p "$WORK/probe" && chmod 777 "$WORK" "$WORK/probe"
 (cd "$WORK/probe" && apt-get download -qq pkgconf > /dev/null 2>&1) ||
   skip "apt-get download cannot reach the Debian archive (no network)"
 
-# --- the dry run: every step named, in order; nothing run or created ---
-bash "$SRC/scripts/gpu_check.sh" --dry-run --work "$WORK/dry" > "$WORK/dry.log" 2>&1 ||
-  { cat "$WORK/dry.log"; fail "gpu_check.sh --dry-run failed"; }
-cat "$WORK/dry.log"
-steps=$(awk 'NR > 1 { print $1 }' "$WORK/dry.log" | tr '\n' ' ')
-want="unpack_bundle configure build unit_gpu unit_nccl_per_gpu integration_cuda cifar_gpu_vs_cpu sanitizer_memcheck sanitizer_racecheck sanitizer_synccheck gpu_bench lenet_cifar10_10_epochs "
-[ "$steps" = "$want" ] || fail "dry-run steps: '$steps', expected '$want'"
-grep -q "resnet20\|ResNet-20" "$WORK/dry.log" || fail "dry run does not mention ResNet-20"
-grep -q "fp32 and bf16" "$WORK/dry.log" || fail "dry run does not mention both precisions"
-[ ! -e "$WORK/dry" ] || fail "--dry-run created its work tree"
-
 # --- the bundle ---
 bash "$SRC/scripts/gpu_bundle.sh" --out "$WORK/bundle" --cifar "$CIFAR" > "$WORK/bundle.log" 2>&1 ||
   { cat "$WORK/bundle.log"; fail "gpu_bundle.sh failed"; }
@@ -42,18 +31,29 @@ ls "$WORK/bundle/debs/"libc6_*.deb > /dev/null 2>&1 && fail "the bundle carries 
 mkdir -p "$WORK/subset"
 tar -C "$WORK/subset" -xJf "$WORK/bundle/cifar10-subset.tar.xz"
 for i in 1 2 3 4 5; do
-  [ "$(stat -c %s "$WORK/subset/cifar-10-batches-bin/data_batch_$i.bin")" = $((400 * 3073)) ] ||
-    fail "data_batch_$i.bin of the subset is not 400 records"
-  cmp -n $((400 * 3073)) "$WORK/subset/cifar-10-batches-bin/data_batch_$i.bin" "$CIFAR/data_batch_$i.bin" ||
+  [ "$(stat -c %s "$WORK/subset/cifar-10-batches-bin/data_batch_$i.bin")" = $((200 * 3073)) ] ||
+    fail "data_batch_$i.bin of the subset is not 200 records"
+  cmp -n $((200 * 3073)) "$WORK/subset/cifar-10-batches-bin/data_batch_$i.bin" "$CIFAR/data_batch_$i.bin" ||
     fail "data_batch_$i.bin of the subset is not the start of the original"
 done
-[ "$(stat -c %s "$WORK/subset/cifar-10-batches-bin/test_batch.bin")" = $((600 * 3073)) ] ||
-  fail "test_batch.bin of the subset is not 600 records"
+[ "$(stat -c %s "$WORK/subset/cifar-10-batches-bin/test_batch.bin")" = $((500 * 3073)) ] ||
+  fail "test_batch.bin of the subset is not 500 records"
 # ddp_train reads the subset: doctor's dataset check reads both sets with the CIFAR-10 reader.
 "$BIN" doctor --config "$SRC/configs/cifar.toml" --data.root "$WORK/subset/cifar-10-batches-bin" \
   --no-sweep > "$WORK/doctor.log" 2>&1 || { cat "$WORK/doctor.log"; fail "doctor on the subset failed"; }
-grep -q "2000 train + 600 test samples" "$WORK/doctor.log" ||
-  { cat "$WORK/doctor.log"; fail "doctor did not read 2000 training and 600 test images"; }
+grep -q "1000 train + 500 test samples" "$WORK/doctor.log" ||
+  { cat "$WORK/doctor.log"; fail "doctor did not read 1000 training and 500 test images"; }
+
+# --- the dry run with that bundle: every step named, in order; nothing run or created ---
+bash "$SRC/scripts/gpu_check.sh" --dry-run --bundle "$WORK/bundle" --work "$WORK/dry" > "$WORK/dry.log" 2>&1 ||
+  { cat "$WORK/dry.log"; fail "gpu_check.sh --dry-run failed"; }
+cat "$WORK/dry.log"
+steps=$(awk 'NR > 1 { print $1 }' "$WORK/dry.log" | tr '\n' ' ')
+want="unpack_bundle configure build unit_gpu unit_nccl_per_gpu integration_cuda cifar_gpu_vs_cpu sanitizer_memcheck sanitizer_racecheck sanitizer_synccheck gpu_bench lenet_cifar10_10_epochs "
+[ "$steps" = "$want" ] || fail "dry-run steps: '$steps', expected '$want'"
+grep -q "resnet20\|ResNet-20" "$WORK/dry.log" || fail "dry run does not mention ResNet-20"
+grep -q "fp32 and bf16" "$WORK/dry.log" || fail "dry run does not mention both precisions"
+[ ! -e "$WORK/dry" ] || fail "--dry-run created its work tree"
 
 # --- unpack and configure in a clean prefix (needs nvcc: gpu_check builds the CUDA backend) ---
 [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc > /dev/null ||

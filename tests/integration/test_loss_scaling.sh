@@ -37,7 +37,7 @@ echo "  inf on rank 1 at step 5: every rank skipped it, scale 1024 -> 512, repli
 
 # The scale travels in snapshots: a resumed run goes on with 512 (not the configured 1024) and ends
 # bitwise where an uninterrupted 3-epoch run with the same overflow ends.
-"$BIN" inspect "$WORK/overflow/snapshot_e0002.h5" | grep -q "^loss scale    512 (" ||
+"$BIN" inspect "$WORK/overflow/snapshot_e0002.h5" | grep "^loss scale    512 (" > /dev/null ||
   fail "the snapshot does not hold the loss scale"
 DDP_FAULT_INF_GRAD=1:5 run straight3 2 --train.loss_scale 1024 --train.epochs 3
 run overflow 2 --train.loss_scale 1024 --train.epochs 3 --resume auto

@@ -15,7 +15,7 @@ for want in "/model/conv1/weight .*{6, 1, 5, 5}" "/model/conv1/bias .*{6}" "/mod
             "/optimizer/momentum/conv1/weight .*{6, 1, 5, 5}" "/meta/config_toml" "/meta/metrics_jsonl"; do
   grep -Eq "^$want" "$WORK/ls" || fail "h5ls -r lacks '$want'"
 done
-h5dump -a /meta/epoch "$f" | grep -q "(0): 2" || fail "/meta epoch attribute is not 2"
+h5dump -a /meta/epoch "$f" | grep "(0): 2" > /dev/null || fail "/meta epoch attribute is not 2"
 "$BIN" inspect "$f" > "$WORK/inspect"
 grep -q "conv1.weight  *6x1x5x5" "$WORK/inspect" || fail "inspect does not list conv1.weight"
 "$BIN" eval --snapshot "$f" --config "$SRC/configs/fashion_mnist.toml" --data.test_limit 300 > "$WORK/eval"
