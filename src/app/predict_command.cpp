@@ -13,6 +13,7 @@
 #include "ddp/data/image_resize.hpp"
 #include "ddp/data/normalization.hpp"
 #include "ddp/error.hpp"
+#include "ddp/io/csv_field.hpp"
 #include "ddp/train/trained_model.hpp"
 
 namespace ddp::app {
@@ -54,16 +55,6 @@ std::vector<std::uint8_t> read_bytes(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw DataError("predict: cannot read '" + file.string() + "'");
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 }  // namespace
@@ -162,8 +153,8 @@ int run_predict(const PredictCommand& cmd, const Config& cfg, int world_size, st
         const auto& name = names[static_cast<std::size_t>(cls)];
         out << line << name << "\n";
         std::snprintf(line, sizeof line, ",%.6g", prob);
-        csv += csv_field(file) + "," + std::to_string(r + 1) + "," + std::to_string(cls) + "," +
-               csv_field(name) + line + "\n";
+        csv += io::csv_field(file) + "," + std::to_string(r + 1) + "," + std::to_string(cls) + "," +
+               io::csv_field(name) + line + "\n";
       }
     }
   }

@@ -1,13 +1,18 @@
 #pragma once
 // HDF5 pieces the packed-format reader and writer share (internal to src/data): opening a packed
 // file with a message naming it, 1-D dataset shapes and whole/partial reads, and the
-// variable-length UTF-8 string type of `classes`.
+// variable-length UTF-8 string type of `classes`; the corrupt-file error and the byte views of the
+// checksummed arrays that the whole-file reader and the stream share.
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "ddp/error.hpp"
 #include "ddp/h5/handles.hpp"
+#include "file_io.hpp"
 
 namespace ddp::data::packed::detail {
 
@@ -25,5 +30,24 @@ void read_rows(hid_t f, const std::filesystem::path& file, const std::string& pa
 
 // A variable-length UTF-8 string type (what h5py writes for str).
 h5::Datatype vlen_utf8();
+
+// A CRC32 as 8 hex digits, as the messages show stored and computed sums.
+inline std::string hex(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+// The error for damage a checksum or a size reveals, naming the file and what is wrong.
+inline DataError corrupt(const std::filesystem::path& file, const std::string& what) {
+  return DataError(data::detail::quoted(file) + ": " + what +
+                   ": the file is corrupt (damaged in storage or in transfer); pack it again");
+}
+
+// The bytes of an array, for its checksum.
+template <typename T>
+std::span<const std::uint8_t> bytes_of(const std::vector<T>& v) {
+  return {reinterpret_cast<const std::uint8_t*>(v.data()), v.size() * sizeof(T)};
+}
 
 }  // namespace ddp::data::packed::detail

@@ -26,24 +26,11 @@ namespace ddp::data {
 namespace fs = std::filesystem;
 using namespace packed;
 using data::detail::quoted;
+using packed::detail::bytes_of;
+using packed::detail::corrupt;
+using packed::detail::hex;
 
 namespace {
-
-std::string hex(std::uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%08x", v);
-  return buf;
-}
-
-DataError corrupt(const fs::path& file, const std::string& what) {
-  return DataError(quoted(file) + ": " + what +
-                   ": the file is corrupt (damaged in storage or in transfer); pack it again");
-}
-
-template <typename T>
-std::span<const std::uint8_t> bytes_of(const std::vector<T>& v) {
-  return {reinterpret_cast<const std::uint8_t*>(v.data()), v.size() * sizeof(T)};
-}
 
 using Chunk = std::shared_ptr<const std::vector<std::uint8_t>>;
 

@@ -5,21 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <span>
 
+#include "ddp/io/csv_field.hpp"
+
 namespace ddp::train {
-namespace {
-
-// RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled.
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-}  // namespace
 
 Confusion::Confusion(std::int64_t classes)
     : classes_(classes), counts_(static_cast<std::size_t>(classes * classes), 0) {}
@@ -67,11 +55,11 @@ std::string Confusion::csv(const std::vector<std::string>& names) const {
   std::string out = "true\\predicted";
   for (std::int64_t p = 0; p < classes_; ++p) {
     out += ',';
-    out += csv_field(names.at(static_cast<std::size_t>(p)));
+    out += io::csv_field(names.at(static_cast<std::size_t>(p)));
   }
   out += "\n";
   for (std::int64_t t = 0; t < classes_; ++t) {
-    out += csv_field(names.at(static_cast<std::size_t>(t)));
+    out += io::csv_field(names.at(static_cast<std::size_t>(t)));
     for (std::int64_t p = 0; p < classes_; ++p) {
       out += ',';
       out += std::to_string(count(t, p));
