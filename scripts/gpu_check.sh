@@ -4,7 +4,7 @@
 # the source tree with gpu_bundle/ to the node, then:
 #
 #   scripts/gpu_check.sh [--dry-run] [--bundle DIR] [--report FILE] [--work DIR] [--data DIR]
-#                        [--configure-only]
+#                        [--configure-only] [--skip STEP,...]
 #
 #   --bundle DIR      the bundle (default: gpu_bundle/ in the source tree); its packages are
 #                     unpacked into WORK/prefix and CMake is configured against that prefix.
@@ -14,6 +14,7 @@
 #   --data DIR        CIFAR-10 binaries (cifar-10-batches-bin); default: ../shared/data beside the
 #                     source tree when complete, else the bundle's subset
 #   --configure-only  unpack and configure, then stop (what the bundle's test checks)
+#   --skip STEP,...   leave these steps out (e.g. what an earlier run on the same work tree did)
 #   --dry-run         list the steps and their commands, run nothing
 #
 # The steps: build for the GPU found (its compute capability only); the GPU unit tests; the NCCL
@@ -31,6 +32,7 @@ report=""
 data=""
 dry=0
 configure_only=0
+skip=","
 while (($#)); do
   case $1 in
     --dry-run) dry=1; shift ;;
@@ -39,7 +41,8 @@ while (($#)); do
     --work) work=$2; shift 2 ;;
     --data) data=$2; shift 2 ;;
     --configure-only) configure_only=1; shift ;;
-    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+    --skip) skip=",$2,"; shift 2 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -66,10 +69,15 @@ say() { echo "$*" | tee -a "$report"; }
 step() {
   local name=$1; shift
   if [ "$dry" = 1 ]; then
+    [[ $skip == *",$name,"* ]] && { printf '  %-26s (skipped: --skip)\n' "$name"; return 0; }
     printf '  %-26s %s\n' "$name" "${what[$name]:-$*}"
     return 0
   fi
   local t0 rc verdict
+  if [[ $skip == *",$name,"* ]]; then
+    say "$(printf '[SKIP] %-28s (--skip)' "$name")"
+    return 0
+  fi
   t0=$(date +%s.%N)
   echo "== $name: $*" >> "$logs/steps.log"
   "$@" > "$logs/$name.log" 2>&1
