@@ -102,7 +102,7 @@ declare -A what=(
   [unit_gpu]="ddp_unit_tests --gtest_filter='Cuda*:DeviceAssign*:DoctorNccl*' (the CUDA backend against the CPU, NCCL with 1 rank, device assignment)"
   [unit_nccl_per_gpu]="ctest -R cuda.nccl_one_rank_per_gpu (the NCCL tests, one rank per visible GPU)"
   [integration_cuda]="ctest -R integration.test_cuda_training (Fashion-MNIST: 1 GPU vs CPU, 2 GPUs vs 1, cross-backend resume)"
-  [cifar_gpu_vs_cpu]="ddp_train LeNet/CIFAR-10 2 epochs on the CPU, 1 GPU and every visible GPU (global batch 256): accuracies within 3 points"
+  [cifar_gpu_vs_cpu]="ddp_train LeNet/CIFAR-10 on the CPU, 1 GPU and every visible GPU (2 epochs at batch 256; on the bundle's subset 5 epochs at 64): accuracies above 15% and within 3 points (5 on the subset)"
   [sanitizer_memcheck]="compute-sanitizer --tool memcheck ddp_train (LeNet, 512 images, 1 epoch; at most 150 s)"
   [sanitizer_racecheck]="compute-sanitizer --tool racecheck ddp_train (LeNet, 512 images, 1 epoch; at most 150 s)"
   [sanitizer_synccheck]="compute-sanitizer --tool synccheck ddp_train (LeNet, 512 images, 1 epoch; at most 150 s)"
@@ -188,18 +188,27 @@ train() {
     --runtime.device "$dev" --run-dir "$runs/$name" "$@"
 }
 acc() { grep '"summary": true' "$runs/$1/metrics.jsonl" | grep -o '"final_test_acc": [0-9.e-]*' | awk '{ print $2 }'; }
-# CIFAR-10: one GPU against the CPU, then N GPUs against one, 2 epochs of LeNet each.
+# field LINE NAME: the first value of "NAME" in a metrics.jsonl line.
+field() { echo "$1" | grep -o "\"$2\": [0-9.e+-]*" | head -1 | awk '{ print $2 }'; }
+# CIFAR-10: one GPU against the CPU, then N GPUs against one. On the full set 2 epochs at the
+# config's batch of 256 (390 steps) learn well above chance; the bundle's 1,000 images need batches
+# of 64 and 5 epochs (80 steps) for that, and its 500 test images allow 5 points of noise, not 3.
 cifar_compare() {
-  train cmp_cpu 1 cpu --train.epochs 2 || return 1
-  train cmp_gpu 1 cuda --train.epochs 2 || return 1
+  local args=(--train.epochs 2) tol=0.03
+  [ "$cifar_note" = "the full CIFAR-10" ] || { args=(--train.epochs 5 --train.batch_size 64); tol=0.05; }
+  train cmp_cpu 1 cpu "${args[@]}" || return 1
+  train cmp_gpu 1 cuda "${args[@]}" || return 1
   local a c
   a=$(acc cmp_gpu) c=$(acc cmp_cpu)
-  echo "figure: CIFAR-10 LeNet 2 epochs, test accuracy 1 GPU $a vs CPU $c"
-  awk -v a="$a" -v b="$c" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.03) }' || return 1
+  echo "figure: CIFAR-10 LeNet ${args[*]}: test accuracy 1 GPU $a vs CPU $c"
+  # Both must have learnt (chance is 10%), or agreeing says nothing.
+  awk -v a="$a" -v b="$c" -v t="$tol" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t && a >= 0.15 && b >= 0.15) }' || return 1
   if [ "$gpus" -ge 2 ]; then
-    train cmp_gpuN "$gpus" cuda --train.epochs 2 --train.global_batch 256 || return 1
-    echo "figure: CIFAR-10 LeNet 2 epochs, test accuracy $gpus GPUs $(acc cmp_gpuN) vs 1 GPU $a"
-    awk -v a="$(acc cmp_gpuN)" -v b="$a" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.03) }' || return 1
+    local global=256
+    [ "$cifar_note" = "the full CIFAR-10" ] || global=64
+    train cmp_gpuN "$gpus" cuda "${args[@]}" --train.global_batch "$global" || return 1
+    echo "figure: CIFAR-10 LeNet ${args[*]}: test accuracy $gpus GPUs $(acc cmp_gpuN) vs 1 GPU $a"
+    awk -v a="$(acc cmp_gpuN)" -v b="$a" -v t="$tol" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' || return 1
   fi
 }
 sanitize() {  # sanitize TOOL: a few steps of LeNet training under compute-sanitizer
@@ -236,8 +245,11 @@ lenet10() {
   local batch=()
   [ "$cifar_note" = "the full CIFAR-10" ] || batch=(--train.batch_size 64)
   train lenet10 1 cuda --train.epochs 10 "${batch[@]}" || return 1
-  grep '"epoch"' "$runs/lenet10/metrics.jsonl" | grep -o '"epoch": [0-9]*\|"test_acc": [0-9.e-]*\|"images_per_s": [0-9.e+]*\|"epoch_s": [0-9.e+-]*' |
-    paste -d' ' - - - - | sed 's/^/figure: /'
+  local line
+  grep '"epoch"' "$runs/lenet10/metrics.jsonl" | grep -v '"summary"' | while read -r line; do
+    printf 'figure: epoch %s: test accuracy %s, %s images/s, %s s\n' "$(field "$line" epoch)" \
+      "$(field "$line" test_acc)" "$(field "$line" images_per_s)" "$(field "$line" epoch_s)"
+  done
   echo "figure: final test accuracy $(acc lenet10) ($cifar_note)"
   # LeNet learns CIFAR-10 well above chance (10%) within 10 epochs, on the subset too.
   awk -v a="$(acc lenet10)" 'BEGIN { exit !(a >= 0.25) }'

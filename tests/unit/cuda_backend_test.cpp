@@ -187,7 +187,8 @@ TEST_F(CudaVsCpu, ConvolutionForwardBackward) {
 }
 
 // --- pooling -------------------------------------------------------------------------------------
-// Max pooling selects values: forward and backward are exact (random inputs have no ties).
+// Max pooling selects values: forward and backward are exact where windows do not overlap (random
+// inputs have no ties).
 // Average pooling divides sums of up to 9 values by the count: 1e-6 relative.
 
 PoolGeom pool_geom(PoolKind kind, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
@@ -209,7 +210,9 @@ TEST_F(CudaVsCpu, PoolingForwardBackward) {
   const Case cases[] = {
       {"max 2x2 s2 6x28x28", pool_geom(PoolKind::max, 6, 28, 28, 2, 2, 0), true},
       {"max 2x2 s2 odd 3x7x5", pool_geom(PoolKind::max, 3, 7, 5, 2, 2, 0), true},
-      {"max 3x3 s2 p1 4x9x9", pool_geom(PoolKind::max, 4, 9, 9, 3, 2, 1), true},
+      // Overlapping windows: an input that is the maximum of two windows sums two gradients, in
+      // cuDNN's order or oneDNN's (found on an H100: one element 1 ulp apart).
+      {"max 3x3 s2 p1 4x9x9", pool_geom(PoolKind::max, 4, 9, 9, 3, 2, 1), false},
       {"avg 2x2 s2 6x28x28", pool_geom(PoolKind::avg, 6, 28, 28, 2, 2, 0), false},
       {"avg 3x3 s1 p1 4x6x6", pool_geom(PoolKind::avg, 4, 6, 6, 3, 1, 1), false},
   };

@@ -91,6 +91,10 @@ class Context {
   void grow(DeviceBuffer& b, std::size_t bytes);
   template <class T>
   const T* device_ints(const T* p, std::int64_t n, DeviceBuffer& staging);
+  // p itself when the device can read it (device, managed or mapped pinned memory), else nullptr:
+  // pageable host memory, which must be copied.
+  template <class T>
+  const T* readable_in_place(const T* p) const;
 
   int device_;
   CudaOptions options_;

@@ -113,8 +113,7 @@ const float* Context::ones(std::int64_t n) {
 }
 
 template <class T>
-const T* Context::device_ints(const T* p, std::int64_t n, DeviceBuffer& staging) {
-  if (n <= 0 || !p) return p;
+const T* Context::readable_in_place(const T* p) const {
   cudaPointerAttributes a{};
   DDP_CUDA_CHECK(cudaPointerGetAttributes(&a, p));
   if (a.type == cudaMemoryTypeDevice) {
@@ -126,6 +125,13 @@ const T* Context::device_ints(const T* p, std::int64_t n, DeviceBuffer& staging)
   if (a.type == cudaMemoryTypeManaged) return p;
   if (a.type == cudaMemoryTypeHost && a.devicePointer)
     return static_cast<const T*>(a.devicePointer);
+  return nullptr;
+}
+
+template <class T>
+const T* Context::device_ints(const T* p, std::int64_t n, DeviceBuffer& staging) {
+  if (n <= 0 || !p) return p;
+  if (const T* d = readable_in_place(p)) return d;
   // Pageable host memory: through a pinned slot, asynchronously.
   const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(T);
   grow(staging, bytes);
@@ -151,15 +157,18 @@ const std::int64_t* Context::device_sample_ids(const std::int64_t* p, std::int64
   // layer through the small ring of pinned slots (which would then wait for its own earlier
   // copies).
   const auto count = static_cast<std::size_t>(std::max<std::int64_t>(n, 0));
-  if (p && count > 0 && sample_ids_held_.size() == count &&
+  if (!p || count == 0) return p;
+  // Device-readable ids are used in place; only pageable host memory may be compared on the host
+  // (a device pointer read there is a segmentation fault).
+  if (const std::int64_t* d = readable_in_place(p)) {
+    sample_ids_held_.clear();
+    return d;
+  }
+  if (sample_ids_held_.size() == count &&
       std::memcmp(sample_ids_held_.data(), p, count * sizeof(std::int64_t)) == 0)
     return sample_ids_.as<std::int64_t>();
   const std::int64_t* d = device_ints(p, n, sample_ids_);
-  // Only a copy into sample_ids_ is remembered (device, managed and pinned ids are used in place).
-  if (d == sample_ids_.as<std::int64_t>() && d != p)
-    sample_ids_held_.assign(p, p + count);
-  else
-    sample_ids_held_.clear();
+  sample_ids_held_.assign(p, p + count);
   ++sample_id_uploads_;
   return d;
 }
