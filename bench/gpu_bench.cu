@@ -194,13 +194,17 @@ Result run_model(const std::string& model, const Options& o, CudaBackend& be,
   auto stream = static_cast<cudaStream_t>(be.compute_stream());
 
   std::vector<StepEvents> events;
+  const auto uploaded = be.new_event(false), compute_mark = be.new_event(false);
   auto step = [&](int k, StepEvents* ev) {
     const int slot = k % 2;
     if (ev) cuda_check(cudaEventRecord(ev->start, stream), "cudaEventRecord");
     if (o.upload) {
-      be.compute_waits_for_uploads();  // batch k is in dev_x[slot]
-      be.copy_waits_for_compute();     // dev_x[1 - slot] was last read by step k - 1
-      be.upload_async(host_x[1 - slot].data(), dev_x[1 - slot].data(), xn * sizeof(float));
+      using S = ddp::backend::DeviceQueue::Stream;
+      be.stream_waits(S::compute, uploaded);  // batch k is in dev_x[slot]
+      be.record(compute_mark, S::compute);    // dev_x[1 - slot] was last read by step k - 1
+      be.stream_waits(S::copy, compute_mark);
+      be.copy_to_device_async(host_x[1 - slot].data(), dev_x[1 - slot].data(), xn * sizeof(float));
+      be.record(uploaded, S::copy);
     }
     const ddp::Tensor x =
         ddp::Tensor::view(dev_x[slot].floats(), input.with_batch(n), ddp::Device::cuda);

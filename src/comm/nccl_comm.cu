@@ -5,10 +5,13 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -132,12 +135,113 @@ struct NcclCommImpl::Impl {
   void* host_staging = nullptr;
   std::size_t host_staging_bytes = 0;
 
+  // Device-side waits. wait() on a device buffer makes the compute stream wait for the collective
+  // and returns: no host call waits for it any more, so a watchdog thread polls these collectives
+  // against the stall timeout (as PyTorch's NCCL watchdog does). On a stall it ends the job, or
+  // (abort_job_on_stall = false) aborts the communicator, which lets the queued kernels exit and
+  // any host synchronisation return; the next call on this communicator then throws.
+  struct Watched {
+    Op op;
+    double timeout_s = 0;
+  };
+  std::mutex watch_mutex;
+  std::condition_variable watch_cv;
+  std::vector<Watched> watched;      // guarded by watch_mutex
+  std::vector<cudaEvent_t> retired;  // completed, for free_events; guarded
+  std::string watchdog_error;        // guarded; set once with watchdog_failed
+  std::atomic<bool> watchdog_failed{false};
+  bool stop_watchdog = false;  // guarded
+  std::thread watchdog;
+
   ~Impl() { shutdown(); }
+
+  void watch(const Op& op) {
+    {
+      std::lock_guard<std::mutex> lock(watch_mutex);
+      watched.push_back(Watched{op, options.comm.timeout_s});
+    }
+    if (!watchdog.joinable()) watchdog = std::thread([this] { watch_loop(); });
+  }
+
+  void watch_loop() noexcept {
+    (void)cudaSetDevice(device);
+    std::unique_lock<std::mutex> lock(watch_mutex);
+    while (!stop_watchdog && !watchdog_failed.load()) {
+      watch_cv.wait_for(lock, std::chrono::milliseconds(20));
+      for (auto it = watched.begin(); it != watched.end();) {
+        const cudaError_t q = cudaEventQuery(it->op.done);
+        if (q == cudaSuccess) {
+          retired.push_back(it->op.done);
+          it = watched.erase(it);
+          continue;
+        }
+        std::string error;
+        if (q != cudaErrorNotReady) {
+          error = std::string("waiting for collective #") + std::to_string(it->op.info.seq) +
+                  " failed: " + cudaGetErrorName(q) + " (" + cudaGetErrorString(q) + ")";
+        } else {
+          ncclResult_t state = ncclSuccess;
+          if (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state != ncclSuccess &&
+              state != ncclInProgress)
+            error = std::string("NCCL error in an asynchronous operation (rank ") +
+                    std::to_string(rank) + " of " + std::to_string(size) +
+                    "): " + ncclGetErrorString(state);
+          else if (it->timeout_s > 0 &&
+                   std::chrono::duration<double>(Clock::now() - it->op.start).count() >
+                       it->timeout_s)
+            error = describe_stall(it->op.info, it->timeout_s, {}, false,
+                                   "NCCL cannot tell which ranks did not arrive; the ranks that "
+                                   "are not stalled themselves report the same collective");
+        }
+        if (error.empty()) {
+          ++it;
+          continue;
+        }
+        if (options.abort_job_on_stall) {
+          std::fprintf(stderr, "ddp_train: error (rank %d of %d): %s; aborting the job\n", rank,
+                       size, error.c_str());
+          std::fflush(stderr);
+          MPI_Abort(MPI_COMM_WORLD, 1);
+          std::_Exit(1);
+        }
+        // Kernels waiting for the missing ranks exit; our streams drain. The main thread does not
+        // touch `comm` again once watchdog_failed is set (take_watchdog_failure).
+        (void)ncclCommAbort(comm);
+        watchdog_error = error;
+        watchdog_failed.store(true);
+        break;
+      }
+    }
+  }
+
+  void stop_watch() noexcept {
+    if (!watchdog.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(watch_mutex);
+      stop_watchdog = true;
+    }
+    watch_cv.notify_all();
+    watchdog.join();
+  }
+
+  // On the main thread, at every call: completed device-side waits give their events back, and a
+  // failure the watchdog found is reported here (the communicator is aborted already).
+  void take_watchdog_news() {
+    std::lock_guard<std::mutex> lock(watch_mutex);
+    free_events.insert(free_events.end(), retired.begin(), retired.end());
+    retired.clear();
+    if (watchdog_failed.load() && !aborted) {
+      comm = nullptr;  // aborted by the watchdog
+      aborted = true;
+      throw SystemError(watchdog_error);
+    }
+  }
 
   // --- errors, stalls --------------------------------------------------------------------------
 
   void abort_comm() {
-    if (comm) (void)ncclCommAbort(comm);
+    std::lock_guard<std::mutex> lock(watch_mutex);  // the watchdog reads `comm`
+    if (comm && !watchdog_failed.load()) (void)ncclCommAbort(comm);
     comm = nullptr;
     aborted = true;
   }
@@ -192,6 +296,7 @@ struct NcclCommImpl::Impl {
   }
 
   void check_health() {
+    take_watchdog_news();
     if (aborted)
       throw SystemError("NCCL communicator (rank " + std::to_string(rank) +
                         ") was aborted after an earlier error or stall");
@@ -324,8 +429,14 @@ struct NcclCommImpl::Impl {
   // --- teardown --------------------------------------------------------------------------------
 
   void shutdown() noexcept {
+    stop_watch();
+    if (watchdog_failed.load()) comm = nullptr;  // aborted by the watchdog
+    for (const Watched& w : watched) (void)cudaEventDestroy(w.op.done);
+    watched.clear();
+    for (cudaEvent_t e : retired) (void)cudaEventDestroy(e);
+    retired.clear();
     if (comm) {
-      bool clean = pending.empty();
+      bool clean = pending.empty() && !watchdog_failed.load();
       if (clean) {
         // Flush and release the communicator; bounded, then abort.
         ncclResult_t r = ncclCommFinalize(comm);
@@ -595,13 +706,14 @@ void NcclCommImpl::wait(Request& r) {
   const Impl::Op op = it->second;
   m.pending.erase(it);
   r = Request{};
-  try {
-    m.wait_event(op.done, op.info, op.start);
-  } catch (...) {
+  m.take_watchdog_news();
+  // The compute stream waits, the host goes on; the watchdog keeps the timeout.
+  const cudaError_t e = cudaStreamWaitEvent(m.compute, op.done, 0);
+  if (e != cudaSuccess) {
     m.free_events.push_back(op.done);
-    throw;
+    cuda_fail(e, "cudaStreamWaitEvent for collective #" + std::to_string(op.info.seq));
   }
-  m.free_events.push_back(op.done);
+  m.watch(op);
 }
 
 bool NcclCommImpl::test(Request& r) {

@@ -6,70 +6,94 @@
 
 namespace ddp::train {
 
+using Stream = backend::DeviceQueue::Stream;
+
 BatchFeed::BatchFeed(backend::Backend& be, std::int64_t sample_floats, std::int64_t max_batch)
-    : gpu_(dynamic_cast<backend::CudaBackend*>(&be)),
-      sample_floats_(sample_floats),
-      max_batch_(max_batch) {
-  if (!gpu_) return;
-  const int d = gpu_->device_index();
+    : BatchFeed(be.device() == Device::cpu ? nullptr : dynamic_cast<backend::DeviceQueue*>(&be),
+                sample_floats, max_batch) {}
+
+BatchFeed::BatchFeed(backend::DeviceQueue* queue, std::int64_t sample_floats,
+                     std::int64_t max_batch)
+    : queue_(queue), sample_floats_(sample_floats), max_batch_(max_batch) {
+  if (!queue_) return;
   const auto image_bytes = static_cast<std::size_t>(sample_floats * max_batch) * sizeof(float);
   const auto label_bytes = static_cast<std::size_t>(max_batch) * sizeof(std::int32_t);
   for (Slot& s : slots_) {
-    s.images_host = backend::PinnedBuffer(d, image_bytes);
-    s.labels_host = backend::PinnedBuffer(d, label_bytes);
-    s.images = backend::DeviceBuffer(d, image_bytes);
-    s.labels = backend::DeviceBuffer(d, label_bytes);
+    s.images_host = queue_->pinned_bytes(image_bytes);
+    s.labels_host = queue_->pinned_bytes(label_bytes);
+    s.images = queue_->device_bytes(image_bytes);
+    s.labels = queue_->device_bytes(label_bytes);
+    s.uploaded = queue_->new_event(false);
+    s.consumed = queue_->new_event(false);
   }
 }
 
 void BatchFeed::begin(data::BatchLoader& loader) {
   loader_ = &loader;
-  primed_ = false;
-  current_ = 0;
+  // A slot's batch from the previous pass is dropped; its events stay valid (the ring goes on).
   for (Slot& s : slots_) s.full = false;
+  staged_ = -1;
+  ended_ = false;
 }
 
 void BatchFeed::stage(Slot& slot) {
   slot.full = false;
   const auto b = loader_->next();
-  if (!b) return;
+  if (!b) {
+    ended_ = true;
+    return;
+  }
   if (b->size > max_batch_)
     throw Error("internal: a batch of " + std::to_string(b->size) + " exceeds the feed's " +
                 std::to_string(max_batch_));
-  // The device slot was last read by the step enqueued before this call, and the pinned slot was
-  // last read by an upload that may still run: order the copy stream after the first and wait for
-  // the second before overwriting either.
-  gpu_->copy_waits_for_compute();
-  gpu_->wait_uploads();
+  if (slot.recorded) {
+    // The pinned buffer was last read by this slot's previous upload, two batches ago: done long
+    // since, unless the host runs more than two steps ahead. The device buffer was last read by
+    // that batch's step: the copy stream waits for it on the device, the host does not.
+    queue_->host_waits(slot.uploaded);
+    queue_->stream_waits(Stream::copy, slot.consumed);
+  }
   const auto image_bytes = static_cast<std::size_t>(b->size * sample_floats_) * sizeof(float);
   const auto label_bytes = static_cast<std::size_t>(b->size) * sizeof(std::int32_t);
-  std::memcpy(slot.images_host.data(), b->images, image_bytes);
-  std::memcpy(slot.labels_host.data(), b->labels, label_bytes);
-  gpu_->upload_async(slot.images_host.data(), slot.images.data(), image_bytes);
-  gpu_->upload_async(slot.labels_host.data(), slot.labels.data(), label_bytes);
+  std::memcpy(slot.images_host.get(), b->images, image_bytes);
+  std::memcpy(slot.labels_host.get(), b->labels, label_bytes);
+  queue_->copy_to_device_async(slot.images_host.get(), slot.images.get(), image_bytes);
+  queue_->copy_to_device_async(slot.labels_host.get(), slot.labels.get(), label_bytes);
+  queue_->record(slot.uploaded, Stream::copy);
   slot.batch = *b;
-  slot.batch.images = slot.images.floats();
-  slot.batch.labels = slot.labels.as<std::int32_t>();
+  slot.batch.images = static_cast<const float*>(slot.images.get());
+  slot.batch.labels = static_cast<const std::int32_t*>(slot.labels.get());
   slot.full = true;
 }
 
-std::optional<data::Batch> BatchFeed::next() {
-  if (!loader_) throw Error("internal: BatchFeed::next before begin");
-  if (!gpu_) return loader_->next();
-  if (!primed_) {
-    primed_ = true;
-    stage(slots_[current_]);
+std::optional<data::Batch> BatchFeed::take() {
+  if (!loader_) throw Error("internal: BatchFeed::take before begin");
+  if (!queue_) return loader_->next();
+  // The step that read the previous slot is enqueued in full by now.
+  if (taken_ >= 0) {
+    Slot& prev = slots_[static_cast<std::size_t>(taken_)];
+    queue_->record(prev.consumed, Stream::compute);
+    prev.recorded = true;
   }
-  Slot& s = slots_[current_];
+  if (staged_ < 0) {
+    if (ended_) return std::nullopt;
+    staged_ = (taken_ + 1) % kSlots;
+    stage(slots_[static_cast<std::size_t>(staged_)]);
+  }
+  Slot& s = slots_[static_cast<std::size_t>(staged_)];
+  taken_ = staged_;
+  staged_ = -1;
   if (!s.full) return std::nullopt;
-  // Kernels enqueued from now on see this batch; the host does not wait.
-  gpu_->compute_waits_for_uploads();
-  const data::Batch out = s.batch;
   s.full = false;
-  // The following batch travels while the GPU computes this one.
-  current_ = 1 - current_;
-  stage(slots_[current_]);
-  return out;
+  // Kernels enqueued from now on see this batch; the host does not wait.
+  queue_->stream_waits(Stream::compute, s.uploaded);
+  return s.batch;
+}
+
+void BatchFeed::prefetch() {
+  if (!queue_ || !loader_ || staged_ >= 0 || ended_) return;
+  staged_ = (taken_ + 1) % kSlots;
+  stage(slots_[static_cast<std::size_t>(staged_)]);
 }
 
 }  // namespace ddp::train

@@ -346,6 +346,9 @@ void Trainer::reserve_batches() {
     feed_ = std::make_unique<BatchFeed>(*be_, input.numel(), rank_batch_);
     feed_batch_ = rank_batch_;
   }
+  if (!step_timer_ && be_->device() != Device::cpu)
+    if (auto* q = dynamic_cast<backend::DeviceQueue*>(be_.get()))
+      step_timer_ = std::make_unique<DeviceStepTimer>(*q);
 }
 
 void Trainer::set_rank_shares(const std::vector<std::int64_t>& weights) {
@@ -392,6 +395,7 @@ void Trainer::train_step(const data::Batch& batch) {
   for (std::int64_t i = 0; i < batch.size; ++i)
     sample_ids_[static_cast<std::size_t>(i)] = batch.global_offset + i;
 
+  if (step_timer_) step_timer_->start();
   sync_->begin(plan.total);
   for (std::int64_t m = 0; m < plan.total; ++m) {
     const auto [b, e] = plan.range(m);
@@ -428,25 +432,31 @@ void Trainer::train_step(const data::Batch& batch) {
     }
     sync_->after_micro_batch();
   }
-  // Waits for every rank's gradients (the sum over all ranks and micro-batches).
+  if (step_timer_) step_timer_->backward_done();
+  // The next batch is staged while the device computes this one.
+  feed_->prefetch();
+  // Waits for every rank's gradients (the sum over all ranks and micro-batches); on a GPU the
+  // compute stream waits, not the host.
   {
     const TraceSpan wait(trace_.get(), "gradient wait", global_step_);
-    settle_compute();
     sync_->finish();
   }
+  if (step_timer_) step_timer_->gradients_ready(batch.size);
   if (trace_)
     for (const auto& t : sync_->bucket_times())
       trace_->all_reduce(t.bucket, t.start, t.end, global_step_);
 }
 
-void Trainer::settle_compute() {
-  // One rank has no all-reduce to wait for: no wait is added there (see rank_speed.hpp). Only the
-  // compute: the next batch's upload on the copy stream is not this step's compute.
-  if (be_->device() != Device::cpu && comm_.size() > 1) be_->synchronize_compute();
+double Trainer::grad_wait_s() const {
+  return step_timer_ ? device_wait_s_ : sync_->stats().exposed_s;
 }
 
-double Trainer::grad_wait_s() const {
-  return sync_->stats().exposed_s;
+void Trainer::collect_step_times(bool wait_for_all) {
+  if (!step_timer_) return;
+  for (const auto& t : step_timer_->collect(wait_for_all)) {
+    step_meter_.add_step(t.compute_s, t.wait_s, t.samples);
+    device_wait_s_ += t.wait_s;
+  }
 }
 
 EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, bool& stopped,
@@ -477,7 +487,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   double lr = 0.0;
   stopped = false;
   stop_after = false;
-  const double wait0 = sync_->stats().exposed_s;
+  const double wait0 = grad_wait_s();
   const auto t0 = Clock::now();
   auto diverged = [&](const std::string& where) {
     return Error("training diverged: the loss is not finite (NaN or inf) in epoch " +
@@ -506,15 +516,20 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   };
   if (progress_log_) progress_log_->new_epoch();
   auto wait_from = Trace::Clock::now();  // where the data wait of the next step begins
-  while (auto b = feed_->next()) {
+  while (auto b = feed_->take()) {
     const TraceStep traced(trace_.get(), global_step_, wait_from);
     lr = sched_->at(global_step_);
-    // Rank speed: the step's forward + backward is its time less its wait for the gradients.
+    // Rank speed: the step's forward + backward is its time less its wait for the gradients. On a
+    // GPU both are timed on the device and read once it has passed them (device_step_timer.hpp).
     const double wait_before = grad_wait_s();
     const auto step_t0 = Clock::now();
     train_step(*b);
-    const double step_wait = grad_wait_s() - wait_before;
-    step_meter_.add_step(seconds_since(step_t0) - step_wait, step_wait, b->size);
+    if (step_timer_) {
+      collect_step_times(false);
+    } else {
+      const double step_wait = grad_wait_s() - wait_before;
+      step_meter_.add_step(seconds_since(step_t0) - step_wait, step_wait, b->size);
+    }
     // With loss scaling: the all-reduced gradients are unscaled and checked; an overflow on any
     // rank is in every rank's sum, so all ranks skip the same steps.
     {
@@ -578,6 +593,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   if (!stopped && stop_flags_[0] > 0.0f) stop_after = true;
   stop_flags_[0] = stop_flags_[1] = 0.0f;
   take_loss();
+  collect_step_times(true);
   const double train_s = seconds_since(t0);
   bar.clear();
 
@@ -602,7 +618,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   progress_.samples = carry.samples + counts[1];
   progress_.steps = carry.steps + (step - first_step);
   progress_.train_s = carry.train_s + train_s;
-  progress_.comm_wait_s = carry.comm_wait_s + sync_->stats().exposed_s - wait0;
+  progress_.comm_wait_s = carry.comm_wait_s + grad_wait_s() - wait0;
   EpochMetrics m;
   m.epoch = epoch + 1;
   m.epochs = cfg_.train.epochs;
@@ -645,11 +661,12 @@ EvalResult Trainer::evaluate(std::vector<float>* all_logits) {
   std::vector<float> host_logits;
   std::vector<std::uint8_t> labels;
   std::int64_t counts[2] = {0, 0};  // correct, samples
-  while (auto b = feed_->next()) {
+  while (auto b = feed_->take()) {
     const Tensor x =
         Tensor::view(const_cast<float*>(b->images), input.with_batch(b->size), be_->device());
     const Tensor& logits = model_->forward(x, nn::StepContext{nn::Mode::eval, 0, nullptr});
     eval_loss_->score(logits, b->labels);
+    feed_->prefetch();  // staged while the device computes these logits
     // The predictions, on the host (a few floats per sample), for the confusion matrix.
     const float* host = logits.data();
     if (!be_->host_addressable()) {

@@ -648,11 +648,26 @@ TEST_F(CudaVsCpu, BackendBasicsAndUploads) {
   for (std::size_t i = 0; i < count; ++i) pinned.as<float>()[i] = static_cast<float>(i % 1000);
   DeviceBuffer dev(gpu_->device_index(), count * sizeof(float)),
       out(gpu_->device_index(), count * sizeof(float));
-  gpu_->copy_waits_for_compute();
-  gpu_->upload_async(pinned.data(), dev.data(), count * sizeof(float));
-  gpu_->compute_waits_for_uploads();
+  using S = DeviceQueue::Stream;
+  const auto mark = gpu_->new_event(false), uploaded = gpu_->new_event(false);
+  const auto t0 = gpu_->new_event(true), t1 = gpu_->new_event(true);
+  gpu_->record(mark, S::compute);
+  gpu_->stream_waits(S::copy, mark);
+  gpu_->copy_to_device_async(pinned.data(), dev.data(), count * sizeof(float));
+  gpu_->record(uploaded, S::copy);
+  gpu_->stream_waits(S::compute, uploaded);
+  gpu_->record(t0, S::compute);
   gpu_->copy(static_cast<std::int64_t>(count), dev.floats(), out.floats());
-  gpu_->wait_uploads();
+  gpu_->record(t1, S::compute);
+  gpu_->host_waits(t1);
+  EXPECT_TRUE(gpu_->finished(uploaded));
+  EXPECT_TRUE(gpu_->finished(t1));
+  EXPECT_GE(gpu_->elapsed_s(t0, t1), 0.0);
+  EXPECT_LT(gpu_->elapsed_s(t0, t1), 1.0);
+  // Memory from the queue: pinned and device, zero-filled.
+  const auto ph = gpu_->pinned_bytes(64), dh = gpu_->device_bytes(64);
+  EXPECT_EQ(static_cast<const unsigned char*>(ph.get())[63], 0);
+  EXPECT_THROW(gpu_->record(1 << 20, S::compute), Error);
   const auto back = down(out, count);
   for (std::size_t i = 0; i < count; i += 997)
     ASSERT_EQ(back[i], static_cast<float>(i % 1000)) << i;

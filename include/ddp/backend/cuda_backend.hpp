@@ -29,6 +29,7 @@
 #include <utility>
 
 #include "ddp/backend/backend.hpp"
+#include "ddp/backend/device_queue.hpp"
 
 namespace ddp::backend {
 
@@ -81,7 +82,7 @@ struct CudaOptions {
   bool benchmark = false;
 };
 
-class CudaBackend : public Backend {
+class CudaBackend : public Backend, public DeviceQueue {
  public:
   virtual int device_index() const = 0;
   virtual const CudaDeviceInfo& device_info() const = 0;
@@ -95,20 +96,8 @@ class CudaBackend : public Backend {
   virtual void to_device(const void* host, void* device, std::size_t bytes) = 0;
   virtual void to_host(const void* device, void* host, std::size_t bytes) = 0;
 
-  // Batches: asynchronous copies from pinned host memory (PinnedBuffer) on a separate copy stream,
-  // overlapped with compute. With two device slots d[2] and two pinned slots p[2], step k is:
-  //   compute_waits_for_uploads();  // batch k, uploaded during step k-1, is in d[k%2]
-  //   copy_waits_for_compute();     // d[(k+1)%2] was last read by step k-1, enqueued before this
-  //   wait_uploads() before refilling a pinned slot whose upload may still run; fill
-  //   p[(k+1)%2] with batch k+1; upload_async(p[(k+1)%2], d[(k+1)%2], bytes);
-  //   enqueue step k's forward/backward/update reading d[k%2]
-  virtual void upload_async(const void* pinned_host, void* device, std::size_t bytes) = 0;
-  // The compute stream waits (on the GPU; the host does not block) for the uploads started so far.
-  virtual void compute_waits_for_uploads() = 0;
-  // The copy stream waits (on the GPU) for the compute work enqueued so far.
-  virtual void copy_waits_for_compute() = 0;
-  // Blocks the host until every upload started so far is complete.
-  virtual void wait_uploads() = 0;
+  // Batches travel through the DeviceQueue interface: pinned slots copied on a copy stream beside
+  // the compute stream, ordered by events (train::BatchFeed).
 
   // softmax_xent_accumulate (Backend) accumulates on the device; take_loss() waits for the stream.
   // alloc() returns device memory (cudaMalloc, zero-filled) that lives as long as the tensor;

@@ -21,6 +21,7 @@
 #include "ddp/sync/gradient_sync.hpp"
 #include "ddp/train/batch_feed.hpp"
 #include "ddp/train/confusion.hpp"
+#include "ddp/train/device_step_timer.hpp"
 #include "ddp/train/loss_scaler.hpp"
 #include "ddp/train/metrics.hpp"
 #include "ddp/train/micro_batches.hpp"
@@ -122,12 +123,12 @@ class Trainer {
   void reserve_batches();
   // Shares given by set_rank_shares take effect (at an epoch's start).
   void apply_pending_shares();
-  // Rank speed (rank_speed.hpp): called where a step's forward + backward is over and the wait for
-  // the gradient all-reduce begins. A device backend finishes its queued compute here (the host
-  // waits right after anyway), so that the host clock tells compute from waiting.
-  void settle_compute();
-  // Time spent so far waiting for gradient all-reduces (overlapped and blocking).
+  // Time spent so far waiting for gradient all-reduces (overlapped and blocking): the host's wait
+  // on the CPU, the device's on a GPU (of the steps collected so far).
   double grad_wait_s() const;
+  // On a GPU: the device-timed steps the device has passed (all, waiting, with wait_for_all) into
+  // the rank-speed meter and the wait total.
+  void collect_step_times(bool wait_for_all);
 
   Setup cfg_;
   comm::Communicator& comm_;
@@ -147,7 +148,10 @@ class Trainer {
   // model.sync_batchnorm on more than one rank: batch statistics summed over the ranks.
   std::unique_ptr<sync::CommBatchStatsReducer> bn_reducer_;
   std::unique_ptr<BatchFeed> feed_;  // batches into the backend's memory
-  LossScaler scaler_;                // dynamic loss scaling (fp16), or disabled
+  // On a GPU: each step's compute and gradient wait, timed on the device; their wait total.
+  std::unique_ptr<DeviceStepTimer> step_timer_;
+  double device_wait_s_ = 0.0;
+  LossScaler scaler_;  // dynamic loss scaling (fp16), or disabled
   // Test-only fault injection (DDP_FAULT_INF_GRAD=RANK:STEP): that rank's loss gradient gets an
   // inf at that global step, an overflow the loss scaler must catch on every rank.
   int fault_inf_rank_ = -1;

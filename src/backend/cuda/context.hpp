@@ -80,11 +80,9 @@ class Context {
   // call: cuDNN reads it when the call is made).
   cudnnTensorDescriptor_t flat_desc() const { return flat_desc_; }
 
-  // Batch uploads on the copy stream.
-  void upload_async(const void* host, void* device, std::size_t bytes);
-  void compute_waits_for_uploads();
-  void copy_waits_for_compute();
-  void wait_uploads();
+  // The DeviceQueue's events (timing or not), owned here, destroyed with the context.
+  DeviceQueue::EventId new_event(bool timing);
+  cudaEvent_t event(DeviceQueue::EventId e) const;
 
  private:
   // Grows `b` to at least `bytes` (with headroom), waiting for the compute stream first.
@@ -100,7 +98,6 @@ class Context {
   CudaOptions options_;
   CudaDeviceInfo info_;
   Stream compute_, copy_;
-  Event upload_done_, compute_mark_;
   CudnnHandle cudnn_;
   CublasHandle cublas_;
   TensorDesc flat_desc_;
@@ -123,6 +120,7 @@ class Context {
   // The pageable ids whose copy sample_ids_ holds (in compute-stream order), to upload them once.
   std::vector<std::int64_t> sample_ids_held_;
   std::int64_t sample_id_uploads_ = 0;
+  std::vector<Event> events_;  // DeviceQueue's, by EventId
 };
 
 }  // namespace ddp::backend::cuda

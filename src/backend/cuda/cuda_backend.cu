@@ -19,8 +19,6 @@ Context::Context(int device, const CudaOptions& options) : device_(device), opti
   info_ = cuda_device_info(device);
   compute_ = make_stream();
   copy_ = make_stream();
-  upload_done_ = make_event();
-  compute_mark_ = make_event();
   cudnn_ = make_cudnn();
   DDP_CUDA_CHECK(cudnnSetStream(cudnn_, compute_));
   cublas_ = make_cublas();
@@ -186,20 +184,14 @@ unsigned char* Context::loss_flags(std::int64_t n) {
   return flags_.as<unsigned char>();
 }
 
-void Context::upload_async(const void* host, void* device, std::size_t bytes) {
-  if (bytes == 0) return;
-  DDP_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, copy_));
-  DDP_CUDA_CHECK(cudaEventRecord(upload_done_, copy_));
+DeviceQueue::EventId Context::new_event(bool timing) {
+  events_.push_back(make_event(timing));
+  return static_cast<DeviceQueue::EventId>(events_.size() - 1);
 }
-void Context::compute_waits_for_uploads() {
-  DDP_CUDA_CHECK(cudaStreamWaitEvent(compute_, upload_done_, 0));
-}
-void Context::copy_waits_for_compute() {
-  DDP_CUDA_CHECK(cudaEventRecord(compute_mark_, compute_));
-  DDP_CUDA_CHECK(cudaStreamWaitEvent(copy_, compute_mark_, 0));
-}
-void Context::wait_uploads() {
-  DDP_CUDA_CHECK(cudaEventSynchronize(upload_done_));
+cudaEvent_t Context::event(DeviceQueue::EventId e) const {
+  if (e < 0 || static_cast<std::size_t>(e) >= events_.size())
+    throw Error("internal: CUDA backend has no event " + std::to_string(e));
+  return events_[static_cast<std::size_t>(e)];
 }
 
 // --- the backend ---------------------------------------------------------------------------------
@@ -217,6 +209,9 @@ class CudaBackendImpl final : public CudaBackend {
 
   Device device() const override { return Device::cuda; }
   std::string name() const override { return name_; }
+  cudaStream_t stream_of(Stream s) const {
+    return s == Stream::compute ? ctx_->stream() : ctx_->copy_stream();
+  }
 
   std::unique_ptr<ConvOp> conv(const ConvGeom& g) override { return make_conv(ctx_, g); }
   std::unique_ptr<PoolOp> pool(const PoolGeom& g) override { return make_pool(ctx_, g); }
@@ -339,12 +334,40 @@ class CudaBackendImpl final : public CudaBackend {
     DDP_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, ctx_->stream()));
     ctx_->sync();
   }
-  void upload_async(const void* pinned_host, void* device, std::size_t bytes) override {
-    ctx_->upload_async(pinned_host, device, bytes);
+
+  // --- DeviceQueue ---
+  std::shared_ptr<void> pinned_bytes(std::size_t bytes) override {
+    auto b = std::make_shared<PinnedBuffer>(ctx_->device(), bytes);
+    return std::shared_ptr<void>(b, b->data());
   }
-  void compute_waits_for_uploads() override { ctx_->compute_waits_for_uploads(); }
-  void copy_waits_for_compute() override { ctx_->copy_waits_for_compute(); }
-  void wait_uploads() override { ctx_->wait_uploads(); }
+  std::shared_ptr<void> device_bytes(std::size_t bytes) override {
+    auto b = std::make_shared<DeviceBuffer>(ctx_->device(), bytes);
+    return std::shared_ptr<void>(b, b->data());
+  }
+  void copy_to_device_async(const void* pinned, void* device, std::size_t bytes) override {
+    if (bytes == 0) return;
+    DDP_CUDA_CHECK(
+        cudaMemcpyAsync(device, pinned, bytes, cudaMemcpyHostToDevice, ctx_->copy_stream()));
+  }
+  EventId new_event(bool timing) override { return ctx_->new_event(timing); }
+  void record(EventId e, Stream s) override {
+    DDP_CUDA_CHECK(cudaEventRecord(ctx_->event(e), stream_of(s)));
+  }
+  void stream_waits(Stream s, EventId e) override {
+    DDP_CUDA_CHECK(cudaStreamWaitEvent(stream_of(s), ctx_->event(e), 0));
+  }
+  void host_waits(EventId e) override { DDP_CUDA_CHECK(cudaEventSynchronize(ctx_->event(e))); }
+  bool finished(EventId e) override {
+    const cudaError_t q = cudaEventQuery(ctx_->event(e));
+    if (q == cudaErrorNotReady) return false;
+    DDP_CUDA_CHECK(q);
+    return true;
+  }
+  double elapsed_s(EventId from, EventId to) override {
+    float ms = 0.0f;
+    DDP_CUDA_CHECK(cudaEventElapsedTime(&ms, ctx_->event(from), ctx_->event(to)));
+    return static_cast<double>(ms) * 1e-3;
+  }
   std::size_t workspace_bytes() const override { return ctx_->workspace_size(); }
   std::size_t free_memory_bytes() const override {
     cuda::DeviceGuard guard(ctx_->device());
