@@ -106,6 +106,7 @@ declare -A what=(
   [sanitizer_memcheck]="compute-sanitizer --tool memcheck ddp_train (LeNet, 512 images, 1 epoch; at most 150 s)"
   [sanitizer_racecheck]="compute-sanitizer --tool racecheck ddp_train (LeNet, 512 images, 1 epoch; at most 150 s)"
   [sanitizer_synccheck]="compute-sanitizer --tool synccheck ddp_train (LeNet, 512 images, 1 epoch; at most 150 s)"
+  [fp16_loss_scaling]="ddp_train LeNet fp16 3 epochs on 1 GPU with an inf injected at step 5 (DDP_FAULT_INF_GRAD=0:5): at least one step skipped, test accuracy above 15%"
   [gpu_bench]="gpu_bench --model all (LeNet, VGG, VGG-BN, ResNet-20) --precision fp32 and bf16, 1 rank and one rank per visible GPU"
   [lenet_cifar10_10_epochs]="ddp_train --config configs/cifar.toml --train.epochs 10 on 1 GPU (batch 64 on the bundle's subset): per-epoch accuracy and images/s, final accuracy >= 25%"
 )
@@ -184,8 +185,8 @@ mpirun_here() {
 train() {
   local name=$1 np=$2 dev=$3; shift 3
   rm -rf "${runs:?}/$name"
-  mpirun_here -np "$np" "$build/ddp_train" --config "$src/configs/cifar.toml" --data.root "$cifar" \
-    --runtime.device "$dev" --run-dir "$runs/$name" "$@"
+  mpirun_here -np "$np" "$build/ddp_train" --config "$src/configs/cifar.toml" \
+    --data.root "$cifar" --runtime.device "$dev" --run-dir "$runs/$name" "$@" | tee "$runs/$name.out"
 }
 acc() { grep '"summary": true' "$runs/$1/metrics.jsonl" | grep -o '"final_test_acc": [0-9.e-]*' | awk '{ print $2 }'; }
 # field LINE NAME: the first value of "NAME" in a metrics.jsonl line.
@@ -229,6 +230,21 @@ ctest_one() {
   [ "$rc" = 0 ] || return "$rc"
   echo "$out" | grep -q "tests passed, 0 tests failed out of [1-9]" || { echo "no test matched $1"; return 1; }
   if echo "$out" | grep -q '\*\*\*Skipped\|Not Run'; then return 77; fi
+}
+# fp16 with dynamic loss scaling: an inf injected into step 5's gradient (DDP_FAULT_INF_GRAD) must
+# be skipped by the device (the host learns of it a step later) and halve the scale; the run goes
+# on and learns.
+fp16_scaling() {
+  local batch=()
+  [ "$cifar_note" = "the full CIFAR-10" ] || batch=(--train.batch_size 64)
+  DDP_FAULT_INF_GRAD=0:5 train fp16 1 cuda --runtime.precision fp16 --train.epochs 3 "${batch[@]}" || return 1
+  local line
+  line=$(grep "loss scale" "$runs/fp16.out" 2> /dev/null | tail -1)
+  echo "figure: fp16 LeNet 3 epochs with an inf at step 5: $line; test accuracy $(acc fp16)"
+  local skipped
+  skipped=$(echo "$line" | grep -o '[0-9]* overflowing' | awk '{ print $1 }')
+  [ "${skipped:-0}" -ge 1 ] || { echo "no step was skipped"; return 1; }
+  awk -v a="$(acc fp16)" 'BEGIN { exit !(a >= 0.15) }'
 }
 bench() {  # all models and precisions, one rank, then one rank per GPU
   local p
@@ -294,6 +310,7 @@ step cifar_gpu_vs_cpu cifar_compare
 for tool in memcheck racecheck synccheck; do
   step "sanitizer_$tool" sanitize "$tool"
 done
+step fp16_loss_scaling fp16_scaling
 step gpu_bench bench
 step lenet_cifar10_10_epochs lenet10
 

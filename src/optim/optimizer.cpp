@@ -22,8 +22,10 @@ class Sgd final : public Optimizer {
     h_.nesterov = c.nesterov;
     if (c.momentum > 0) momentum_ = add_state("momentum", be, count);
   }
-  void step(std::span<float> params, std::span<const float> grads, double lr) override {
+  void step(std::span<float> params, std::span<const float> grads, double lr,
+            const std::uint32_t* skip_if) override {
     h_.lr = static_cast<float>(lr);
+    h_.skip_if = skip_if;
     for (const Run& r : runs_) {
       auto h = h_;
       if (!r.decay) h.weight_decay = 0.0f;
@@ -54,9 +56,11 @@ class Adam final : public Optimizer {
     h_.weight_decay = static_cast<float>(c.weight_decay);
     h_.decoupled = decoupled;
   }
-  void step(std::span<float> params, std::span<const float> grads, double lr) override {
+  void step(std::span<float> params, std::span<const float> grads, double lr,
+            const std::uint32_t* skip_if) override {
     h_.lr = static_cast<float>(lr);
     h_.step = ++steps_;
+    h_.skip_if = skip_if;
     for (const Run& r : runs_) {
       auto h = h_;
       if (!r.decay) h.weight_decay = 0.0f;

@@ -447,6 +447,16 @@ void Trainer::train_step(const data::Batch& batch) {
       trace_->all_reduce(t.bucket, t.start, t.end, global_step_);
 }
 
+void Trainer::settle_overflow(std::size_t keep) {
+  while (overflow_pending_.size() > keep) {
+    const int slot = overflow_pending_.front();
+    overflow_pending_.pop_front();
+    const bool overflow = be_->overflow_seen(slot);
+    scaler_.update(!overflow);
+    if (overflow) opt_->step_was_skipped();
+  }
+}
+
 double Trainer::grad_wait_s() const {
   return step_timer_ ? device_wait_s_ : sync_->stats().exposed_s;
 }
@@ -534,11 +544,21 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
     // rank is in every rank's sum, so all ranks skip the same steps.
     {
       const TraceSpan optimizer(trace_.get(), "optimizer", global_step_);
-      const bool apply =
-          !scaler_.enabled() ||
-          scaler_.update(be_->unscale_check(static_cast<std::int64_t>(grads.size()), grads.data(),
-                                            static_cast<float>(1.0 / scaler_.scale())));
-      if (apply) opt_->step(params, grads, lr);
+      const auto count = static_cast<std::int64_t>(grads.size());
+      const auto inv_scale = static_cast<float>(1.0 / scaler_.scale());
+      if (!scaler_.enabled()) {
+        opt_->step(params, grads, lr);
+      } else if (be_->host_addressable()) {
+        if (scaler_.update(be_->unscale_check(count, grads.data(), inv_scale)))
+          opt_->step(params, grads, lr);
+      } else {
+        // The device skips an overflowing step itself; the scaler learns of it a step later, so
+        // the host never waits for the step it has just enqueued.
+        const int slot = static_cast<int>(global_step_ % backend::Backend::kOverflowSlots);
+        opt_->step(params, grads, lr, be_->unscale_flag(count, grads.data(), inv_scale, slot));
+        overflow_pending_.push_back(slot);
+        settle_overflow(1);
+      }
     }
     ++global_step_;
     ++step;
@@ -590,6 +610,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   // still stops the run: after this epoch, which is complete. An epoch of one step has no other
   // chance to see it.
   if (!stop_request_.empty()) comm_.wait(stop_request_);
+  settle_overflow(0);
   if (!stopped && stop_flags_[0] > 0.0f) stop_after = true;
   stop_flags_[0] = stop_flags_[1] = 0.0f;
   take_loss();
@@ -813,6 +834,7 @@ void Trainer::resume() {
 }
 
 void Trainer::save(std::int64_t epoch, std::int64_t step_in_epoch) {
+  settle_overflow(0);  // the loss scale and the optimizer's step count as the weights have them
   if (comm_.rank() != 0) return;
   const TraceSpan traced(trace_.get(), "snapshot", global_step_);
   // The last update of an epoch can blow up after its loss was checked: a snapshot of NaN/inf

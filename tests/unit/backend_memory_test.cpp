@@ -161,6 +161,10 @@ class SeparateMemoryBackend final : public Backend {
   bool unscale_check(std::int64_t c, float* g, float s) override {
     return cpu_->unscale_check(c, g, s);
   }
+  const std::uint32_t* unscale_flag(std::int64_t c, float* g, float s, int slot) override {
+    return cpu_->unscale_flag(c, g, s, slot);
+  }
+  bool overflow_seen(int slot) override { return cpu_->overflow_seen(slot); }
 
  private:
   std::unique_ptr<Backend> cpu_ = make_cpu_backend();

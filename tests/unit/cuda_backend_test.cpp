@@ -691,6 +691,39 @@ TEST_F(CudaVsCpu, UnscaleCheckMatchesCpuAndFindsOverflow) {
   }
 }
 
+// The flag form: the device skips the guarded optimizer step itself, and the host reads the flag
+// later; an update given a clear flag matches the CPU's.
+TEST_F(CudaVsCpu, OverflowFlagSkipsTheStepOnTheDevice) {
+  const std::size_t n = 10007;
+  auto w = random_vec(n, 910), m = random_vec(n, 911), g = random_vec(n, 912);
+  auto W = up(w), M = up(m), G = up(g);
+  g[5000] = std::numeric_limits<float>::infinity();
+  auto B = up(g);
+  Backend::SgdHyper h;
+  h.lr = 0.1f;
+  h.momentum = 0.9f;
+  h.skip_if = gpu_->unscale_flag(static_cast<std::int64_t>(n), B.floats(), 0.5f, 3);
+  gpu_->sgd_step(static_cast<std::int64_t>(n), h, W.floats(), B.floats(), M.floats());
+  Backend::AdamHyper a;
+  a.skip_if = h.skip_if;
+  auto V = zeros(n);
+  gpu_->adam_step(static_cast<std::int64_t>(n), a, W.floats(), B.floats(), M.floats(), V.floats());
+  EXPECT_TRUE(gpu_->overflow_seen(3));
+  expect_equal(w, down(W, n), "weights after a skipped step");
+  expect_equal(m, down(M, n), "momentum after a skipped step");
+  // A finite gradient on another slot: applied, as on the CPU.
+  g[5000] = 0.25f;
+  auto F = up(g);
+  h.skip_if = gpu_->unscale_flag(static_cast<std::int64_t>(n), F.floats(), 0.5f, 0);
+  gpu_->sgd_step(static_cast<std::int64_t>(n), h, W.floats(), F.floats(), M.floats());
+  EXPECT_FALSE(gpu_->overflow_seen(0));
+  EXPECT_TRUE(gpu_->overflow_seen(3));
+  Backend::SgdHyper hc = h;
+  hc.skip_if = cpu_->unscale_flag(static_cast<std::int64_t>(n), g.data(), 0.5f, 0);
+  cpu_->sgd_step(static_cast<std::int64_t>(n), hc, w.data(), g.data(), m.data());
+  expect_close(w, down(W, n), 1e-6, 1e-6, "weights after an applied step");
+}
+
 // --- reduced precision ---------------------------------------------------------------------------
 // Convolutions and linear layers with bf16/fp16 inputs and weights, fp32 accumulation: each input
 // is rounded once (relative error 2^-9 for bf16, 2^-12 for fp16), so a sum of K products of random

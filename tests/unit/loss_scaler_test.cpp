@@ -67,5 +67,39 @@ TEST(LossScaler, CpuUnscaleCheckScalesExactlyAndFindsInfAndNan) {
   }
 }
 
+// The flag form (what the trainer uses on a GPU, where the device skips the step itself): the
+// flag of a slot says whether that unscale found an inf/NaN, and an optimizer step given the flag
+// leaves the weights and the momentum untouched exactly when it is set.
+TEST(LossScaler, OverflowFlagSkipsTheOptimizerStepItGuards) {
+  auto be = backend::make_cpu_backend();
+  std::vector<float> w = {1.0f, -2.0f, 3.0f}, m = {0.5f, 0.5f, 0.5f};
+  std::vector<float> g = {2.0f, std::numeric_limits<float>::infinity(), 4.0f};
+  backend::Backend::SgdHyper h;
+  h.lr = 0.5f;
+  h.momentum = 0.9f;
+  h.skip_if = be->unscale_flag(3, g.data(), 0.5f, 1);
+  EXPECT_TRUE(be->overflow_seen(1));
+  be->sgd_step(3, h, w.data(), g.data(), m.data());
+  EXPECT_EQ(w, (std::vector<float>{1.0f, -2.0f, 3.0f}));
+  EXPECT_EQ(m, (std::vector<float>{0.5f, 0.5f, 0.5f}));
+  backend::Backend::AdamHyper a;
+  a.skip_if = h.skip_if;
+  std::vector<float> v = {0.0f, 0.0f, 0.0f};
+  be->adam_step(3, a, w.data(), g.data(), m.data(), v.data());
+  EXPECT_EQ(w, (std::vector<float>{1.0f, -2.0f, 3.0f}));
+
+  // Another slot, finite: unscaled, flag clear, the step applies (m = 0.9 m + g, w -= lr m).
+  std::vector<float> f = {2.0f, 4.0f, 8.0f};
+  h.skip_if = be->unscale_flag(3, f.data(), 0.5f, 2);
+  EXPECT_FALSE(be->overflow_seen(2));
+  EXPECT_TRUE(be->overflow_seen(1));  // slots are independent
+  EXPECT_EQ(f, (std::vector<float>{1.0f, 2.0f, 4.0f}));
+  be->sgd_step(3, h, w.data(), f.data(), m.data());
+  EXPECT_FLOAT_EQ(m[0], 0.45f + 1.0f);
+  EXPECT_FLOAT_EQ(w[0], 1.0f - 0.5f * 1.45f);
+  EXPECT_THROW(be->unscale_flag(3, f.data(), 1.0f, backend::Backend::kOverflowSlots),
+               std::out_of_range);
+}
+
 }  // namespace
 }  // namespace ddp::train

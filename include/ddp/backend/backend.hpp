@@ -163,6 +163,9 @@ class Backend {
   struct SgdHyper {
     float lr = 0.01f, momentum = 0.0f, weight_decay = 0.0f;
     bool nesterov = false;
+    // A flag from unscale_flag (backend memory): when it is set (read where the update runs, on
+    // the device for a GPU) the update does nothing. nullptr: always update.
+    const std::uint32_t* skip_if = nullptr;
   };
   // g_eff = g + wd*w; m = momentum*m + g_eff; w -= lr * (nesterov ? g_eff + momentum*m : m)
   // (plain w -= lr*g_eff when momentum is 0; m unused then).
@@ -170,8 +173,9 @@ class Backend {
                         float* m) = 0;
   struct AdamHyper {
     float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
-    bool decoupled = false;  // AdamW
-    std::int64_t step = 1;   // 1-based, for bias correction
+    bool decoupled = false;                  // AdamW
+    std::int64_t step = 1;                   // 1-based, for bias correction
+    const std::uint32_t* skip_if = nullptr;  // as SgdHyper's
   };
   virtual void adam_step(std::int64_t count, const AdamHyper& h, float* w, const float* g, float* m,
                          float* v) = 0;
@@ -186,6 +190,14 @@ class Backend {
   // Dynamic loss scaling: g *= inv_scale; returns false when g held an inf or NaN (waits for a
   // GPU).
   virtual bool unscale_check(std::int64_t count, float* g, float inv_scale) = 0;
+  // The same without waiting: g *= inv_scale, and overflow flag `slot` (0 .. kOverflowSlots-1) is
+  // set when g held an inf or NaN, clear otherwise. Returns the flag, for SgdHyper/AdamHyper's
+  // skip_if: the device skips an overflowing step itself. overflow_seen(slot) reads the flag of
+  // the latest unscale_flag on that slot, waiting for the device only if it has not got there.
+  static constexpr int kOverflowSlots = 4;
+  virtual const std::uint32_t* unscale_flag(std::int64_t count, float* g, float inv_scale,
+                                            int slot) = 0;
+  virtual bool overflow_seen(int slot) = 0;
 
   // Memory. The defaults are the CPU's (host memory); a device backend overrides all four.
   // A zero-filled tensor of `shape` in this backend's memory.

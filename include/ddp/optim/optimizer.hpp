@@ -29,7 +29,13 @@ class Optimizer {
   virtual ~Optimizer() = default;
 
   // One update of params from grads (already averaged over the global batch) at learning rate lr.
-  virtual void step(std::span<float> params, std::span<const float> grads, double lr) = 0;
+  // skip_if: an overflow flag (Backend::unscale_flag): where it is set the backend does nothing;
+  // the step still counts until step_was_skipped() says so.
+  virtual void step(std::span<float> params, std::span<const float> grads, double lr,
+                    const std::uint32_t* skip_if = nullptr) = 0;
+  // The step counted last-but-n was skipped on the device (learnt later from its flag): Adam's
+  // bias correction and the snapshot's count go on from the steps really taken.
+  void step_was_skipped() { --steps_; }
 
   // Named state buffers, each as long as the flat parameter buffer ("momentum"; "exp_avg",
   // "exp_avg_sq"), for snapshots: the host mirrors of the backend's buffers, current after

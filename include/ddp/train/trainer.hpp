@@ -2,6 +2,7 @@
 // The training loop: epochs of synchronous data-parallel steps, exact evaluation, metrics.
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <iosfwd>
 #include <memory>
 
@@ -129,6 +130,9 @@ class Trainer {
   // On a GPU: the device-timed steps the device has passed (all, waiting, with wait_for_all) into
   // the rank-speed meter and the wait total.
   void collect_step_times(bool wait_for_all);
+  // On a GPU with loss scaling: the overflow flags of the steps enqueued so far but the newest
+  // `keep`, read back into the loss scaler (and the optimizer's step count).
+  void settle_overflow(std::size_t keep);
 
   Setup cfg_;
   comm::Communicator& comm_;
@@ -151,7 +155,8 @@ class Trainer {
   // On a GPU: each step's compute and gradient wait, timed on the device; their wait total.
   std::unique_ptr<DeviceStepTimer> step_timer_;
   double device_wait_s_ = 0.0;
-  LossScaler scaler_;  // dynamic loss scaling (fp16), or disabled
+  LossScaler scaler_;                 // dynamic loss scaling (fp16), or disabled
+  std::deque<int> overflow_pending_;  // GPU: overflow-flag slots not yet read, oldest first
   // Test-only fault injection (DDP_FAULT_INF_GRAD=RANK:STEP): that rank's loss gradient gets an
   // inf at that global step, an overflow the loss scaler must catch on every rank.
   int fault_inf_rank_ = -1;

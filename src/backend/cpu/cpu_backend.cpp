@@ -3,6 +3,9 @@
 
 #include <omp.h>
 
+#include <array>
+#include <cstdint>
+
 #include "cpu_kernels.hpp"
 #include "cpu_ops.hpp"
 #include "dnnl_util.hpp"
@@ -73,6 +76,18 @@ class CpuBackend final : public Backend {
   bool unscale_check(std::int64_t count, float* g, float inv_scale) override {
     return cpu::unscale_check(count, g, inv_scale);
   }
+  const std::uint32_t* unscale_flag(std::int64_t count, float* g, float inv_scale,
+                                    int slot) override {
+    std::uint32_t& f = overflow_.at(static_cast<std::size_t>(slot));
+    f = cpu::unscale_check(count, g, inv_scale) ? 0u : 1u;
+    return &f;
+  }
+  bool overflow_seen(int slot) override {
+    return overflow_.at(static_cast<std::size_t>(slot)) != 0;
+  }
+
+ private:
+  std::array<std::uint32_t, kOverflowSlots> overflow_{};
 };
 
 }  // namespace

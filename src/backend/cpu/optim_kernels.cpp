@@ -7,6 +7,7 @@
 namespace ddp::backend::cpu {
 
 void sgd_step(std::int64_t count, const Backend::SgdHyper& h, float* w, const float* g, float* m) {
+  if (h.skip_if && *h.skip_if != 0) return;  // an overflowing step (unscale_flag)
   const float lr = h.lr, mu = h.momentum, wd = h.weight_decay;
   if (mu == 0.0f) {
 #pragma omp parallel for simd schedule(static)
@@ -31,6 +32,7 @@ void sgd_step(std::int64_t count, const Backend::SgdHyper& h, float* w, const fl
 
 void adam_step(std::int64_t count, const Backend::AdamHyper& h, float* w, const float* g, float* m,
                float* v) {
+  if (h.skip_if && *h.skip_if != 0) return;
   const float b1 = h.beta1, b2 = h.beta2, eps = h.eps, wd = h.weight_decay;
   const double t = static_cast<double>(h.step);
   const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(b1), t));

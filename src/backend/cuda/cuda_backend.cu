@@ -1,6 +1,7 @@
 // The CUDA backend object: the shared context (streams, handles, workspace, scratch), the
 // element-wise work through cuDNN (ReLU, log-softmax) and our kernels, and make_cuda_backend().
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -315,6 +316,26 @@ class CudaBackendImpl final : public CudaBackend {
     return *ctx_->bad_flag_host() == 0;
   }
 
+  const std::uint32_t* unscale_flag(std::int64_t count, float* g, float inv_scale,
+                                    int slot) override {
+    if (slot < 0 || slot >= kOverflowSlots)
+      throw Error("internal: overflow flag slot " + std::to_string(slot));
+    auto* flag = overflow_flags_.as<std::uint32_t>() + slot;
+    auto* host = overflow_host_.as<std::uint32_t>() + slot;
+    DDP_CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(std::uint32_t), ctx_->stream()));
+    launch_unscale_check(ctx_->stream(), count, g, inv_scale, flag);
+    DDP_CUDA_CHECK(
+        cudaMemcpyAsync(host, flag, sizeof(std::uint32_t), cudaMemcpyDeviceToHost, ctx_->stream()));
+    DDP_CUDA_CHECK(cudaEventRecord(overflow_read_[static_cast<std::size_t>(slot)], ctx_->stream()));
+    return flag;
+  }
+  bool overflow_seen(int slot) override {
+    if (slot < 0 || slot >= kOverflowSlots)
+      throw Error("internal: overflow flag slot " + std::to_string(slot));
+    DDP_CUDA_CHECK(cudaEventSynchronize(overflow_read_[static_cast<std::size_t>(slot)]));
+    return overflow_host_.as<std::uint32_t>()[slot] != 0;
+  }
+
   int device_index() const override { return ctx_->device(); }
   const CudaDeviceInfo& device_info() const override { return ctx_->info(); }
   void* compute_stream() const override { return static_cast<void*>(ctx_->stream()); }
@@ -427,6 +448,11 @@ class CudaBackendImpl final : public CudaBackend {
 
   std::shared_ptr<Context> ctx_;
   std::string name_;
+  // unscale_flag's flags on the device, their pinned copies, and the event after each copy.
+  DeviceBuffer overflow_flags_{ctx_->device(), kOverflowSlots * sizeof(std::uint32_t)};
+  PinnedBuffer overflow_host_{ctx_->device(), kOverflowSlots * sizeof(std::uint32_t)};
+  std::array<cuda::Event, kOverflowSlots> overflow_read_{cuda::make_event(), cuda::make_event(),
+                                                         cuda::make_event(), cuda::make_event()};
 };
 
 }  // namespace

@@ -159,13 +159,15 @@ __global__ void add_kernel(std::int64_t count, const float* __restrict__ x, floa
 
 // cpu::sgd_step, its three loops.
 __global__ void sgd_plain_kernel(std::int64_t count, float lr, float wd, float* __restrict__ w,
-                                 const float* __restrict__ g) {
+                                 const float* __restrict__ g, const std::uint32_t* skip) {
+  if (skip && *skip) return;  // an overflowing step (unscale_flag), skipped on the device
   for (std::int64_t i = first_index(); i < count; i += grid_stride())
     w[i] -= lr * (g[i] + wd * w[i]);
 }
 __global__ void sgd_nesterov_kernel(std::int64_t count, float lr, float mu, float wd,
                                     float* __restrict__ w, const float* __restrict__ g,
-                                    float* __restrict__ m) {
+                                    float* __restrict__ m, const std::uint32_t* skip) {
+  if (skip && *skip) return;
   for (std::int64_t i = first_index(); i < count; i += grid_stride()) {
     const float d = g[i] + wd * w[i];
     m[i] = mu * m[i] + d;
@@ -174,7 +176,8 @@ __global__ void sgd_nesterov_kernel(std::int64_t count, float lr, float mu, floa
 }
 __global__ void sgd_momentum_kernel(std::int64_t count, float lr, float mu, float wd,
                                     float* __restrict__ w, const float* __restrict__ g,
-                                    float* __restrict__ m) {
+                                    float* __restrict__ m, const std::uint32_t* skip) {
+  if (skip && *skip) return;
   for (std::int64_t i = first_index(); i < count; i += grid_stride()) {
     m[i] = mu * m[i] + (g[i] + wd * w[i]);
     w[i] -= lr * m[i];
@@ -185,7 +188,8 @@ __global__ void sgd_momentum_kernel(std::int64_t count, float lr, float mu, floa
 __global__ void adam_kernel(std::int64_t count, float b1, float b2, float eps, float l2,
                             float decay, float step_size, float bc2_sqrt, float* __restrict__ w,
                             const float* __restrict__ g, float* __restrict__ m,
-                            float* __restrict__ v) {
+                            float* __restrict__ v, const std::uint32_t* skip) {
+  if (skip && *skip) return;
   for (std::int64_t i = first_index(); i < count; i += grid_stride()) {
     const float gi = g[i] + l2 * w[i];
     m[i] = b1 * m[i] + (1.0f - b1) * gi;
@@ -325,13 +329,13 @@ void launch_sgd(cudaStream_t s, std::int64_t count, const Backend::SgdHyper& h, 
   if (count <= 0) return;
   const unsigned blocks = blocks_for(count);
   if (h.momentum == 0.0f) {
-    sgd_plain_kernel<<<blocks, kThreads, 0, s>>>(count, h.lr, h.weight_decay, w, g);
+    sgd_plain_kernel<<<blocks, kThreads, 0, s>>>(count, h.lr, h.weight_decay, w, g, h.skip_if);
   } else if (h.nesterov) {
     sgd_nesterov_kernel<<<blocks, kThreads, 0, s>>>(count, h.lr, h.momentum, h.weight_decay, w, g,
-                                                    m);
+                                                    m, h.skip_if);
   } else {
     sgd_momentum_kernel<<<blocks, kThreads, 0, s>>>(count, h.lr, h.momentum, h.weight_decay, w, g,
-                                                    m);
+                                                    m, h.skip_if);
   }
   DDP_CHECK_LAUNCH("sgd kernel");
 }
@@ -343,7 +347,7 @@ void launch_adam(cudaStream_t s, std::int64_t count, const Backend::AdamHyper& h
   const float decay = h.decoupled ? 1.0f - h.lr * h.weight_decay : 1.0f;
   const float l2 = h.decoupled ? 0.0f : h.weight_decay;
   adam_kernel<<<blocks_for(count), kThreads, 0, s>>>(count, h.beta1, h.beta2, h.eps, l2, decay,
-                                                     step_size, bc2_sqrt, w, g, m, v);
+                                                     step_size, bc2_sqrt, w, g, m, v, h.skip_if);
   DDP_CHECK_LAUNCH("adam_kernel");
 }
 
