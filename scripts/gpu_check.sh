@@ -106,7 +106,7 @@ declare -A what=(
   [sanitizer_memcheck]="compute-sanitizer --tool memcheck ddp_train (LeNet, 512 images, 1 epoch; at most 150 s)"
   [sanitizer_racecheck]="compute-sanitizer --tool racecheck ddp_train (LeNet, 512 images, 1 epoch; at most 150 s)"
   [sanitizer_synccheck]="compute-sanitizer --tool synccheck ddp_train (LeNet, 512 images, 1 epoch; at most 150 s)"
-  [fp16_loss_scaling]="ddp_train LeNet fp16 3 epochs on 1 GPU with an inf injected at step 5 (DDP_FAULT_INF_GRAD=0:5): at least one step skipped, test accuracy above 15%"
+  [fp16_loss_scaling]="ddp_train LeNet fp16 10 epochs on 1 GPU with an inf injected at step 5 (DDP_FAULT_INF_GRAD=0:5): at least one step skipped, test accuracy at least 20%"
   [gpu_bench]="gpu_bench --model all (LeNet, VGG, VGG-BN, ResNet-20) --precision fp32 and bf16, 1 rank and one rank per visible GPU"
   [lenet_cifar10_10_epochs]="ddp_train --config configs/cifar.toml --train.epochs 10 on 1 GPU (batch 64 on the bundle's subset): per-epoch accuracy and images/s, final accuracy >= 25%"
 )
@@ -233,18 +233,19 @@ ctest_one() {
 }
 # fp16 with dynamic loss scaling: an inf injected into step 5's gradient (DDP_FAULT_INF_GRAD) must
 # be skipped by the device (the host learns of it a step later) and halve the scale; the run goes
-# on and learns.
+# on and learns as the fp32 run of lenet10 does (LeNet needs ~5 epochs of the subset to leave
+# chance; 10 reach ~30% in fp32).
 fp16_scaling() {
   local batch=()
   [ "$cifar_note" = "the full CIFAR-10" ] || batch=(--train.batch_size 64)
-  DDP_FAULT_INF_GRAD=0:5 train fp16 1 cuda --runtime.precision fp16 --train.epochs 3 "${batch[@]}" || return 1
+  DDP_FAULT_INF_GRAD=0:5 train fp16 1 cuda --runtime.precision fp16 --train.epochs 10 "${batch[@]}" || return 1
   local line
   line=$(grep "loss scale" "$runs/fp16.out" 2> /dev/null | tail -1)
-  echo "figure: fp16 LeNet 3 epochs with an inf at step 5: $line; test accuracy $(acc fp16)"
+  echo "figure: fp16 LeNet 10 epochs with an inf at step 5: $line; test accuracy $(acc fp16)"
   local skipped
   skipped=$(echo "$line" | grep -o '[0-9]* overflowing' | awk '{ print $1 }')
   [ "${skipped:-0}" -ge 1 ] || { echo "no step was skipped"; return 1; }
-  awk -v a="$(acc fp16)" 'BEGIN { exit !(a >= 0.15) }'
+  awk -v a="$(acc fp16)" 'BEGIN { exit !(a >= 0.2) }'
 }
 bench() {  # all models and precisions, one rank, then one rank per GPU
   local p
