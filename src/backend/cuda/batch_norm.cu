@@ -158,6 +158,14 @@ class BatchNorm final : public BatchNormOp {
   void forward(std::int64_t n, const float* x, const float* gamma, const float* beta,
                float* running_mean, float* running_var, float* y, bool training) override {
     set_shape(n);
+    // One value per channel: cuDNN's unbiased running variance would divide by N*H*W - 1 = 0. The
+    // split passes (the CPU's arithmetic) keep the biased one there, as the CPU does.
+    split_ = training && n * g_.h * g_.w <= 1;
+    if (split_) {
+      forward_sums(n, x);
+      forward_apply(n, x, gamma, beta, running_mean, running_var, y);
+      return;
+    }
     if (training) {
       DDP_CUDA_CHECK(cudnnBatchNormalizationForwardTraining(
           ctx_->cudnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, x_desc_, x, x_desc_, y, bn_desc_,
@@ -175,6 +183,11 @@ class BatchNorm final : public BatchNormOp {
                 float* dgamma, float* dbeta) override {
     if (n != last_train_n_)
       throw Error("internal: batch-norm backward without a matching training forward");
+    if (split_) {
+      backward_sums(n, x, dy, dgamma, dbeta);
+      backward_apply(n, x, dy, gamma, dx);
+      return;
+    }
     set_shape(n);
     // beta factors 0: dx, dgamma and dbeta are overwritten, as on the CPU.
     DDP_CUDA_CHECK(cudnnBatchNormalizationBackward(
@@ -243,6 +256,7 @@ class BatchNorm final : public BatchNormOp {
   TensorDesc x_desc_, bn_desc_;
   std::int64_t shape_n_ = -1;
   std::int64_t last_train_n_ = -1;
+  bool split_ = false;  // the last training forward took the split passes (N*H*W <= 1)
   DeviceBuffer saved_mean_, saved_inv_std_;  // of the last training forward
   DeviceBuffer sums_, dsums_, count_;        // sync batch norm (doubles)
 };

@@ -45,6 +45,8 @@ std::optional<Chosen> choose(const std::vector<Perf>& ranking, const CudaOptions
       if (p.status != CUDNN_STATUS_SUCCESS) continue;
       if (need_deterministic && p.determinism != CUDNN_DETERMINISTIC) continue;
       if (!tensor_ops && tensor_op_math(p.mathType)) continue;
+      // May convert fp32 (or bf16) data to fp16 inside the algorithm: never asked for.
+      if (p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
       const std::optional<std::size_t> ws = prepare(p);
       if (!ws || *ws > o.workspace_limit_bytes) continue;
       return Chosen{static_cast<int>(p.algo), *ws, p.mathType,
