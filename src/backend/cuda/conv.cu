@@ -9,8 +9,9 @@
 // from cuDNN 8+) or, with CudaOptions::benchmark, by timing (cudnnFindConvolution*Algorithm). From
 // the ranked list we take the first that succeeded, fits the shared workspace limit, is
 // deterministic when asked (falling back to any when none is), and uses no TF32 tensor-core math
-// unless allowed. The backward-data plan is made only when an input gradient is asked for (never
-// for the first layer).
+// unless allowed; should it fail when run, the next such entry is taken. The backward-data plan is
+// made only when an input gradient is asked for (never for the first layer).
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -33,27 +34,30 @@ struct Chosen {
   bool deterministic = false;
 };
 
-// The first usable entry of cuDNN's ranking. `prepare(perf)` sets the pass's descriptor to the
-// entry's math type and returns the workspace it needs (nullopt: cuDNN refuses the combination).
+// The usable entries of cuDNN's ranking, best first: those that succeeded, fit the workspace limit
+// and use tensor-core math only when allowed; deterministic ones first when asked (the others
+// after them, as fallbacks). `prepare(perf)` sets the pass's descriptor to the entry's math type
+// and returns the workspace it needs (nullopt: cuDNN refuses the combination); the descriptor is
+// left set for the first entry.
 template <class Perf, class Prepare>
-std::optional<Chosen> choose(const std::vector<Perf>& ranking, const CudaOptions& o,
-                             bool tensor_ops, Prepare prepare) {
+std::vector<Chosen> usable(const std::vector<Perf>& ranking, const CudaOptions& o, bool tensor_ops,
+                           Prepare prepare) {
+  std::vector<Chosen> out;
   for (int pass = 0; pass < 2; ++pass) {
-    const bool need_deterministic = pass == 0 && o.deterministic;
-    if (pass == 1 && !o.deterministic) break;
     for (const Perf& p : ranking) {
       if (p.status != CUDNN_STATUS_SUCCESS) continue;
-      if (need_deterministic && p.determinism != CUDNN_DETERMINISTIC) continue;
+      const bool det = p.determinism == CUDNN_DETERMINISTIC;
+      if (o.deterministic && det != (pass == 0)) continue;  // deterministic ones in pass 0
+      if (!o.deterministic && pass == 1) continue;
       if (!tensor_ops && tensor_op_math(p.mathType)) continue;
       // May convert fp32 (or bf16) data to fp16 inside the algorithm: never asked for.
       if (p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
       const std::optional<std::size_t> ws = prepare(p);
       if (!ws || *ws > o.workspace_limit_bytes) continue;
-      return Chosen{static_cast<int>(p.algo), *ws, p.mathType,
-                    p.determinism == CUDNN_DETERMINISTIC};
+      out.push_back(Chosen{static_cast<int>(p.algo), *ws, p.mathType, det});
     }
   }
-  return std::nullopt;
+  return out;
 }
 
 class Conv final : public ConvOp {
@@ -88,15 +92,18 @@ class Conv final : public ConvOp {
       void* yh = ctx_->half_scratch(2, n * y_count());
       launch_to_half(s, *hf, n * x_count(), x, xh);
       launch_to_half(s, *hf, w_count(), w, wh);
-      DDP_CUDA_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &kOne, p.xh, xh, wh_desc_, wh,
-                                             p.fwd_desc,
-                                             static_cast<cudnnConvolutionFwdAlgo_t>(p.fwd.algo),
-                                             ctx_->workspace(), p.fwd.workspace, &kZero, p.yh, yh));
+      run("forward", n, p.fwd, p.fwd_rest, p.fwd_desc, [&](const Chosen& c) {
+        return cudnnConvolutionForward(ctx_->cudnn(), &kOne, p.xh, xh, wh_desc_, wh, p.fwd_desc,
+                                       static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
+                                       ctx_->workspace(), c.workspace, &kZero, p.yh, yh);
+      });
       launch_from_half(s, *hf, n * y_count(), yh, y);
     } else {
-      DDP_CUDA_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &kOne, p.x, x, w_desc_, w, p.fwd_desc,
-                                             static_cast<cudnnConvolutionFwdAlgo_t>(p.fwd.algo),
-                                             ctx_->workspace(), p.fwd.workspace, &kZero, p.y, y));
+      run("forward", n, p.fwd, p.fwd_rest, p.fwd_desc, [&](const Chosen& c) {
+        return cudnnConvolutionForward(ctx_->cudnn(), &kOne, p.x, x, w_desc_, w, p.fwd_desc,
+                                       static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
+                                       ctx_->workspace(), c.workspace, &kZero, p.y, y);
+      });
     }
     if (g_.bias) DDP_CUDA_CHECK(cudnnAddTensor(ctx_->cudnn(), &kOne, b_desc_, b, &kOne, p.y, y));
   }
@@ -115,33 +122,39 @@ class Conv final : public ConvOp {
       void* dwh = ctx_->half_scratch(3, w_count());
       launch_to_half(s, *hf, n * x_count(), x, xh);
       launch_to_half(s, *hf, n * y_count(), dy, dyh);
-      DDP_CUDA_CHECK(cudnnConvolutionBackwardFilter(
-          ctx_->cudnn(), &kOne, p.xh, xh, p.yh, dyh, p.filter_desc,
-          static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.filter.algo), ctx_->workspace(),
-          p.filter.workspace, &kZero, wh_desc_, dwh));
+      run("backward-filter", n, p.filter, p.filter_rest, p.filter_desc, [&](const Chosen& c) {
+        return cudnnConvolutionBackwardFilter(
+            ctx_->cudnn(), &kOne, p.xh, xh, p.yh, dyh, p.filter_desc,
+            static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ctx_->workspace(), c.workspace,
+            &kZero, wh_desc_, dwh);
+      });
       launch_from_half(s, *hf, w_count(), dwh, dw);
       if (dx) {
         if (!p.data) plan_data(p, n);
         launch_to_half(s, *hf, w_count(), w, wh);
         // The input's copy is no longer needed: its slot takes the input gradient (stream order).
-        DDP_CUDA_CHECK(
-            cudnnConvolutionBackwardData(ctx_->cudnn(), &kOne, wh_desc_, wh, p.yh, dyh, p.data_desc,
-                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(p.data->algo),
-                                         ctx_->workspace(), p.data->workspace, &kZero, p.xh, xh));
+        run("backward-data", n, *p.data, p.data_rest, p.data_desc, [&](const Chosen& c) {
+          return cudnnConvolutionBackwardData(ctx_->cudnn(), &kOne, wh_desc_, wh, p.yh, dyh,
+                                              p.data_desc,
+                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
+                                              ctx_->workspace(), c.workspace, &kZero, p.xh, xh);
+        });
         launch_from_half(s, *hf, n * x_count(), xh, dx);
       }
       return;
     }
-    DDP_CUDA_CHECK(
-        cudnnConvolutionBackwardFilter(ctx_->cudnn(), &kOne, p.x, x, p.y, dy, p.filter_desc,
-                                       static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.filter.algo),
-                                       ctx_->workspace(), p.filter.workspace, &kZero, w_desc_, dw));
+    run("backward-filter", n, p.filter, p.filter_rest, p.filter_desc, [&](const Chosen& c) {
+      return cudnnConvolutionBackwardFilter(ctx_->cudnn(), &kOne, p.x, x, p.y, dy, p.filter_desc,
+                                            static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
+                                            ctx_->workspace(), c.workspace, &kZero, w_desc_, dw);
+    });
     if (dx) {
       if (!p.data) plan_data(p, n);
-      DDP_CUDA_CHECK(
-          cudnnConvolutionBackwardData(ctx_->cudnn(), &kOne, w_desc_, w, p.y, dy, p.data_desc,
-                                       static_cast<cudnnConvolutionBwdDataAlgo_t>(p.data->algo),
-                                       ctx_->workspace(), p.data->workspace, &kZero, p.x, dx));
+      run("backward-data", n, *p.data, p.data_rest, p.data_desc, [&](const Chosen& c) {
+        return cudnnConvolutionBackwardData(ctx_->cudnn(), &kOne, w_desc_, w, p.y, dy, p.data_desc,
+                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
+                                            ctx_->workspace(), c.workspace, &kZero, p.x, dx);
+      });
     }
   }
 
@@ -152,7 +165,37 @@ class Conv final : public ConvOp {
     ConvDesc fwd_desc, filter_desc, data_desc;  // one per pass: each carries its algorithm's math
     Chosen fwd, filter;
     std::optional<Chosen> data;
+    // The next usable algorithms of each pass, for when the chosen one fails at run time.
+    std::vector<Chosen> fwd_rest, filter_rest, data_rest;
   };
+
+  // Takes the first of a pass's usable algorithms; the others wait in `rest`.
+  Chosen adopt(const std::vector<Chosen>& list, std::vector<Chosen>& rest,
+               cudnnConvolutionDescriptor_t desc) {
+    rest.assign(list.begin() + 1, list.end());
+    DDP_CUDA_CHECK(cudnnSetConvolutionMathType(desc, math_for(list.front().math)));
+    return list.front();
+  }
+
+  // Runs one pass with its algorithm; when cuDNN fails it at run time (not supported for these
+  // pointers' alignment, execution failed), takes the next in the ranking, as PyTorch does.
+  template <class Call>
+  void run(const char* pass, std::int64_t n, Chosen& cur, std::vector<Chosen>& rest,
+           cudnnConvolutionDescriptor_t desc, Call call) {
+    for (;;) {
+      const cudnnStatus_t st = call(cur);
+      if (st == CUDNN_STATUS_SUCCESS) return;
+      if (rest.empty() || st == CUDNN_STATUS_BAD_PARAM) throw_cudnn(st, pass, __FILE__, __LINE__);
+      std::fprintf(stderr,
+                   "ddp_train: warning: cuDNN %s algorithm %d failed for the %s (%s); taking the "
+                   "next in cuDNN's ranking\n",
+                   pass, cur.algo, describe(n).c_str(), cudnnGetErrorString(st));
+      cur = rest.front();
+      rest.erase(rest.begin());
+      DDP_CUDA_CHECK(cudnnSetConvolutionMathType(desc, math_for(cur.math)));
+      ctx_->reserve_workspace(cur.workspace);
+    }
+  }
 
   std::string describe(std::int64_t n) const {
     auto s = [](std::int64_t v) { return std::to_string(v); };
@@ -233,7 +276,7 @@ class Conv final : public ConvOp {
         DDP_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, cx(p), cw(), p.fwd_desc, cy(p),
                                                               max, &got, r.data()));
       r.resize(static_cast<std::size_t>(got));
-      auto c = choose(
+      const auto c = usable(
           r, o, ctx_->tensor_ops_allowed(),
           [&](const cudnnConvolutionFwdAlgoPerf_t& perf) -> std::optional<std::size_t> {
             std::size_t ws = 0;
@@ -244,8 +287,8 @@ class Conv final : public ConvOp {
               return std::nullopt;
             return ws;
           });
-      if (!c) no_algorithm("forward", n);
-      p.fwd = *c;
+      if (c.empty()) no_algorithm("forward", n);
+      p.fwd = adopt(c, p.fwd_rest, p.fwd_desc);
     }
     {  // backward filter (and bias)
       int max = 0;
@@ -259,7 +302,7 @@ class Conv final : public ConvOp {
         DDP_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, cx(p), cy(p), p.filter_desc,
                                                                      cw(), max, &got, r.data()));
       r.resize(static_cast<std::size_t>(got));
-      auto c = choose(
+      const auto c = usable(
           r, o, ctx_->tensor_ops_allowed(),
           [&](const cudnnConvolutionBwdFilterAlgoPerf_t& perf) -> std::optional<std::size_t> {
             std::size_t ws = 0;
@@ -270,8 +313,8 @@ class Conv final : public ConvOp {
               return std::nullopt;
             return ws;
           });
-      if (!c) no_algorithm("backward-filter", n);
-      p.filter = *c;
+      if (c.empty()) no_algorithm("backward-filter", n);
+      p.filter = adopt(c, p.filter_rest, p.filter_desc);
     }
     ctx_->reserve_workspace(std::max(p.fwd.workspace, p.filter.workspace));
     return plans_.emplace(n, std::move(p)).first->second;
@@ -291,7 +334,7 @@ class Conv final : public ConvOp {
       DDP_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, cw(), cy(p), p.data_desc, cx(p),
                                                                  max, &got, r.data()));
     r.resize(static_cast<std::size_t>(got));
-    auto c = choose(
+    const auto c = usable(
         r, o, ctx_->tensor_ops_allowed(),
         [&](const cudnnConvolutionBwdDataAlgoPerf_t& perf) -> std::optional<std::size_t> {
           std::size_t ws = 0;
@@ -302,9 +345,9 @@ class Conv final : public ConvOp {
             return std::nullopt;
           return ws;
         });
-    if (!c) no_algorithm("backward-data", n);
-    ctx_->reserve_workspace(c->workspace);
-    p.data = *c;
+    if (c.empty()) no_algorithm("backward-data", n);
+    p.data = adopt(c, p.data_rest, p.data_desc);
+    ctx_->reserve_workspace(p.data->workspace);
   }
 
   std::shared_ptr<Context> ctx_;
