@@ -21,6 +21,7 @@
 #include "ddp/comm/comm_options.hpp"
 #include "ddp/comm/mpi_comm.hpp"
 #include "ddp/comm/nccl_comm.hpp"
+#include "ddp/data/packed_fingerprint.hpp"
 #include "ddp/data/readers.hpp"
 #include "ddp/error.hpp"
 #include "ddp/runtime/cpu_binding.hpp"
@@ -52,6 +53,9 @@ struct RankReport {
   std::string dataset_error;  // "" when readable (or not needed)
   std::string
       dataset_summary;  // "60000 train + 10000 test samples, crc32 1a2b3c4d"; "" if not read
+  // Packed datasets: the train and test file's fingerprint (data::packed::Fingerprint::describe),
+  // compared file by file across ranks; empty when not read.
+  std::vector<std::string> packed_fingerprints;
   runtime::HostNetwork network;
   std::string collective_error;
 
@@ -64,6 +68,8 @@ struct RankReport {
     }
     w.put(device_error).put(device_note).put(device_index).put(device_uuid).put(device_name);
     w.put(dataset_error).put(dataset_summary);
+    w.put(static_cast<std::int64_t>(packed_fingerprints.size()));
+    for (const auto& s : packed_fingerprints) w.put(s);
     w.put(network.host).put(network.nccl_socket_ifname).put(network.mpi_if_include);
     w.put(network.mpi_if_exclude).put(static_cast<std::int64_t>(network.interfaces.size()));
     for (const auto& i : network.interfaces)
@@ -91,6 +97,8 @@ struct RankReport {
     r.device_name = in.get_str();
     r.dataset_error = in.get_str();
     r.dataset_summary = in.get_str();
+    for (std::int64_t k = 0, n = in.get_int(); k < n; ++k)
+      r.packed_fingerprints.push_back(in.get_str());
     r.network.host = in.get_str();
     r.network.nccl_socket_ifname = in.get_str();
     r.network.mpi_if_include = in.get_str();
@@ -147,6 +155,29 @@ void examine_dataset(const Config& cfg, const runtime::Runtime& rt, const Doctor
   if (!options.dataset_configured) return;
   if (cfg.data.distribute == "broadcast" && rt.rank() != 0) return;  // rank 0 reads for all
   try {
+    if (cfg.data.dataset == "packed") {
+      // Packed files are compared by their stored checksums (cheap, even for files larger than
+      // memory), file by file, so that the verdict names the file whose copy differs.
+      std::int64_t samples[2] = {0, 0};
+      int k = 0;
+      for (const auto* file : {&cfg.data.train_file, &cfg.data.test_file}) {
+        const auto fp = data::packed::fingerprint(*file);
+        samples[k++] = fp.samples;
+        me.packed_fingerprints.push_back(fp.describe());
+      }
+      // Held in memory (cache_mb = 0), training reads every chunk at start: so does the doctor,
+      // checking each chunk's CRC. Streamed files are checked chunk by chunk as training reads
+      // them.
+      if (cfg.data.cache_mb == 0) {
+        (void)data::read_dataset(cfg.data, data::Split::train);
+        (void)data::read_dataset(cfg.data, data::Split::test);
+      }
+      me.dataset_summary = std::to_string(samples[0]) + " train + " + std::to_string(samples[1]) +
+                           " test samples" +
+                           (cfg.data.cache_mb == 0 ? ", every chunk's CRC32 checked"
+                                                   : " (streamed: fingerprints only)");
+      return;
+    }
     const auto train = data::read_dataset(cfg.data, data::Split::train);
     const auto test = data::read_dataset(cfg.data, data::Split::test);
     me.dataset_summary = std::to_string(train.size()) + " train + " + std::to_string(test.size()) +
@@ -312,6 +343,33 @@ Check judge_dataset(const std::vector<RankReport>& all, const Config& cfg,
           : cfg.data.dataset + " in '" + cfg.data.root + "'";
   const auto errors = group(all, [](const RankReport& r) { return r.dataset_error; });
   const auto copies = group(all, [](const RankReport& r) { return r.dataset_summary; });
+  // Packed: one group of ranks per distinct fingerprint of each file.
+  std::vector<std::string> differing;
+  std::vector<std::string> fingerprints;
+  if (errors.empty() && cfg.data.dataset == "packed") {
+    int k = 0;
+    for (const auto* file : {&cfg.data.train_file, &cfg.data.test_file}) {
+      const auto prints = group(all, [k](const RankReport& r) {
+        return r.packed_fingerprints.size() > static_cast<std::size_t>(k)
+                   ? r.packed_fingerprints[static_cast<std::size_t>(k)]
+                   : std::string();
+      });
+      ++k;
+      if (prints.size() > 1) {
+        differing.push_back("'" + *file + "' differs between ranks:");
+        for (const auto& l : by_ranks(all, prints)) differing.push_back("  " + l);
+      } else if (!prints.empty()) {
+        fingerprints.push_back("'" + *file + "': " + prints.begin()->first);
+      }
+    }
+  }
+  if (!differing.empty()) {
+    c.verdict = Verdict::fail;
+    c.lines.push_back(what +
+                      ": the ranks see different copies (a host has another version of a file)");
+    for (const auto& l : differing) c.lines.push_back(l);
+    return c;
+  }
   if (!errors.empty()) {
     c.verdict = Verdict::fail;
     c.lines.push_back(what + ": not readable on every rank that reads it");
@@ -324,6 +382,7 @@ Check judge_dataset(const std::vector<RankReport>& all, const Config& cfg,
                       (cfg.data.distribute == "broadcast"
                            ? " (data.distribute = broadcast: rank 0 reads it for all)"
                            : " (the same on every rank)"));
+    for (const auto& l : fingerprints) c.lines.push_back(l);
     return c;
   }
   if (copies.size() > 1 || !errors.empty())
