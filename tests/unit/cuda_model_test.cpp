@@ -179,6 +179,19 @@ TEST(CudaModel, VggBatchNormDropoutStepsMatchCpu) {
           "vgg_small_bn + dropout");
 }
 
+// The layers the real models brought (residual adds, global average pooling, depthwise and 1x1
+// convolutions, ReLU6, batch norm everywhere): ResNet-20 and MobileNetV2 follow the CPU step by
+// step, to the same tolerance.
+TEST(CudaModel, ResidualAndDepthwiseNetworksStepsMatchCpu) {
+  DDP_REQUIRE_CUDA();
+  auto cpu = make_cpu_backend();
+  auto gpu = make_cuda_backend(0);
+  for (const char* name : {"resnet20", "mobilenet_v2"}) {
+    const auto layers = app::preset_layers(name);
+    compare(train(*cpu, layers, 3, 16, 15), train(*gpu, layers, 3, 16, 15), name);
+  }
+}
+
 // ReLU in place (Model::runs_in_place) where the layer below does not read its output, and not
 // where it does: cuDNN's pooling backward reads its forward output, so a ReLU over a max pool whose
 // inputs are negative would corrupt it. The steps must follow the CPU's.
