@@ -146,6 +146,12 @@ TEST_F(CudaVsCpu, ConvolutionForwardBackward) {
       {"depthwise x2 4x7x7 k3 p1", conv_geom_ex(4, 7, 7, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1), 3},
       {"dilated 2 16x10x10 k3 p2", conv_geom_ex(16, 10, 10, 8, 1, 3, 3, 1, 1, 2, 2, 2, 2), 3},
       {"rect 3x1 s2x1 p1x0 d1x2 6x9x7", conv_geom_ex(6, 9, 7, 4, 2, 3, 2, 2, 1, 1, 0, 1, 2), 3},
+      // MobileNetV2's depthwise layers at the small sizes a 32x32 input reaches.
+      {"depthwise 144x8x8 k3 s2 p1", conv_geom_ex(144, 8, 8, 144, 144, 3, 3, 2, 2, 1, 1, 1, 1), 4},
+      {"depthwise 576x2x2 k3 p1", conv_geom_ex(576, 2, 2, 576, 576, 3, 3, 1, 1, 1, 1, 1, 1), 4},
+      {"depthwise 576x2x2 k3 s2 p1", conv_geom_ex(576, 2, 2, 576, 576, 3, 3, 2, 2, 1, 1, 1, 1), 4},
+      {"depthwise 960x1x1 k3 p1", conv_geom_ex(960, 1, 1, 960, 960, 3, 3, 1, 1, 1, 1, 1, 1), 4},
+      {"1x1 960->320 at 1x1", conv_geom_ex(960, 1, 1, 320, 1, 1, 1, 1, 1, 0, 0, 1, 1), 4},
   };
   std::uint64_t seed = 1;
   for (const auto& c : cases) {
