@@ -3,7 +3,7 @@
 # then builds the unit tests and ddp_train with AddressSanitizer + UndefinedBehaviorSanitizer and
 # runs the unit tests and the integration tests that send signals (label "signals") with them.
 #   scripts/run_tests.sh            (DDP_SKIP_SANITIZE=1 skips the sanitizer pass)
-# DDP_INTEGRATION_JOBS: integration tests run at once (default: CPUs + 1); DDP_ASAN_CMAKE_ARGS:
+# DDP_INTEGRATION_JOBS: integration tests run at once (default: the CPUs); DDP_ASAN_CMAKE_ARGS:
 # extra configure options for build-asan (e.g. a compiler launcher).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,12 +19,13 @@ if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc > /dev/null; then
   # A build directory configured before keeps its architectures; CUDAARCHS set by you wins.
   if ! nvidia-smi -L > /dev/null 2>&1; then export CUDAARCHS=${CUDAARCHS:-75;90}; fi
 fi
-"$here/scripts/setup.sh" "$here/build"
+# The packages first: the sanitizer build below needs them too.
+DDP_SETUP_NO_BUILD=1 "$here/scripts/setup.sh"
 
-# The sanitizer build is built meanwhile on the CPU that the tests leave idle: SCHED_IDLE (nice 19
-# where that is refused) yields to every test process at once, so the timing-sensitive tests keep
-# the machine they are calibrated for. Its own session, so that a failing test run (the script
-# ends) takes the whole build along. Output: build-asan/build.log.
+# The sanitizer build is built meanwhile, from now on, on the CPU that the build and the tests leave
+# idle: SCHED_IDLE (nice 19 where that is refused) yields to every other process at once, so the
+# timing-sensitive tests keep the machine they are calibrated for. Its own session, so that a
+# failing step (the script ends) takes the whole build along. Output: build-asan/build.log.
 asan_build=""
 if [ "${DDP_SKIP_SANITIZE:-0}" != 1 ]; then
   mkdir -p "$here/build-asan"
@@ -37,12 +38,15 @@ if [ "${DDP_SKIP_SANITIZE:-0}" != 1 ]; then
   trap '[ -z "$asan_build" ] || kill -- -"$asan_build" 2> /dev/null || true' EXIT
 fi
 
+"$here/scripts/setup.sh" "$here/build"
+
 # Unit tests are single processes (the multi-rank ones start their own mpirun): both CPUs at once.
-# Integration tests: mostly waiting (Slurm, start-up, Python oracles) or a few ranks each, so
-# DDP_INTEGRATION_JOBS (default: CPUs + 1) run at a time; those that time signals, stalls, rank
-# speeds or Slurm's time limits are RUN_SERIAL in tests/CMakeLists.txt and run alone.
+# Integration tests: a few ranks each, or waiting (start-up, Python oracles, downloads), so
+# DDP_INTEGRATION_JOBS (default: as many as CPUs) run at a time; the sanitizer build takes the CPU
+# they leave idle. Those that time signals, stalls, rank speeds or Slurm's time limits are
+# RUN_SERIAL in tests/CMakeLists.txt: they run alone.
 (cd "$here/build" && ctest --output-on-failure -L unit -j "$jobs" --timeout 1500 &&
-  ctest --output-on-failure -LE unit -j "${DDP_INTEGRATION_JOBS:-$((jobs + 1))}" --timeout 1500)
+  ctest --output-on-failure -LE unit -j "${DDP_INTEGRATION_JOBS:-$jobs}" --timeout 1500)
 
 if [ -n "$asan_build" ]; then
   echo "== unit tests, and the integration tests that send signals, under ASan + UBSan =="
