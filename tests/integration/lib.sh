@@ -56,7 +56,8 @@ rank_pids() { pgrep -f "^$BIN .*$1" || true; }
 rank_pid() {
   local pid
   for pid in $(rank_pids "$1"); do
-    { tr '\0' '\n' < "/proc/$pid/environ"; } 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" \
+    # (not `tr | grep -q`: under pipefail, grep's early match can kill tr with SIGPIPE)
+    grep -qx "OMPI_COMM_WORLD_RANK=$2" < <({ tr '\0' '\n' < "/proc/$pid/environ"; } 2> /dev/null) \
       && { echo "$pid"; return 0; }
   done
   return 0

@@ -24,8 +24,8 @@ expect_error 'runtime.device = "cuda"' --config "$SRC/configs/fashion_mnist.toml
 expect_error "unknown option '--train.epoch'; did you mean '--train.epochs'?" \
   --config "$SRC/configs/fashion_mnist.toml" --train.epoch 3
 # --help says what train.global_batch does with a remainder (it need not divide by the ranks).
-tr -s ' \n' ' ' < "$WORK/help" | grep -q "need not divide evenly: each step's samples are split over the ranks in slices differing by at most one (256 on 3 ranks: 86, 85, 85;" \
-  || fail "--help does not say how train.global_batch is split over the ranks"
+grep -q "need not divide evenly: each step's samples are split over the ranks in slices differing by at most one (256 on 3 ranks: 86, 85, 85;" \
+  <(tr -s ' \n' ' ' < "$WORK/help") || fail "--help does not say how train.global_batch is split over the ranks"
 ! grep -q "must divide evenly" "$WORK/help" || fail "--help still says the global batch must divide evenly"
 # doctor's numbers: NaN and infinity are not in any range.
 for v in nan inf; do

@@ -33,6 +33,16 @@ epoch_s=$(grep -o '"\(epoch_s\|eval_s\)": [0-9.e+-]*' "$WORK/calib/metrics.jsonl
 epochs=$(awk -v t="$epoch_s" 'BEGIN { e = int(60 / t) + 1; print (e < 12 ? 12 : (e > 60 ? 60 : e)) }')
 echo "one epoch takes ${epoch_s}s here: training $epochs epochs"
 args="$common --train.epochs $epochs"
+# The same training, uninterrupted (2 ranks, 1 thread each, as the template runs it), for the
+# weights below. It runs meanwhile on what CPU the job leaves idle (SCHED_IDLE: start-up, Slurm's
+# requeue and restart), so it neither changes the job's timing nor lengthens the test by a minute.
+(chrt --idle -p 0 "$BASHPID" 2> /dev/null || renice -n 19 -p "$BASHPID" > /dev/null
+ exec > "$WORK/ref.log" 2>&1
+ mpirun_local -np 2 "$BIN" --config "$config" --run-dir "$WORK/ref" --runtime.threads 1 \
+   --runtime.device cpu $args) &
+ref_job=$!
+# A test that fails before the end must not leave it running (mpirun takes its ranks along).
+trap "[ -z \"\$ref_job\" ] || kill \$(pgrep -P \$ref_job) \$ref_job 2> /dev/null || true; $(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/")" EXIT
 mkdir -p "$WORK/submit"
 t0=$SECONDS
 job=$(submit "$WORK/submit/%x-%j.out" --chdir="$WORK/submit" --nodes=2 --ntasks-per-node=1 \
@@ -42,6 +52,11 @@ job=$(submit "$WORK/submit/%x-%j.out" --chdir="$WORK/submit" --nodes=2 --ntasks-
 log="$WORK/submit/ddp_train_cpu-$job.out"
 wait_job_done "$job" "$log" 900
 job_s=$((SECONDS - t0))
+# The job is done: what the reference run has left, it now runs at normal priority (on a machine
+# kept busy by other work it would not finish otherwise).
+for p in $(pgrep -P "$ref_job") $(rank_pids "$WORK/ref"); do
+  chrt -a --other -p 0 "$p" 2> /dev/null || renice -n 0 -p "$p" > /dev/null 2>&1 || true
+done
 grep -v '^  ' "$log"
 
 restarts=$(job_field "$job" Restarts)
@@ -63,10 +78,11 @@ grep -Eq '^resume: .*snapshot_e[0-9]{4}_s[0-9]{6}\.h5' "$log" || fail "no run re
 grep -q '^final test accuracy: ' "$log" || fail "the requeued job did not finish the training"
 [ -f "$run/$(printf 'snapshot_e%04d.h5' "$epochs")" ] || fail "no final snapshot in $run"
 
-# The same training, uninterrupted: 2 ranks, 1 thread each, as the template ran it.
-mpirun_local -np 2 "$BIN" --config "$config" --run-dir "$WORK/ref" --runtime.threads 1 \
-  --runtime.device cpu $args > "$WORK/ref.log" 2>&1 || { cat "$WORK/ref.log"; fail "the reference run failed"; }
+t1=$SECONDS
+rc=0 && wait "$ref_job" || rc=$?
+ref_job=""  # reaped: its PID may be reused
+[ "$rc" = 0 ] || { cat "$WORK/ref.log"; fail "the reference run failed"; }
 got=$(summary_field "$run/metrics.jsonl" weights_digest)
 want=$(summary_field "$WORK/ref/metrics.jsonl" weights_digest)
 [ -n "$want" ] && [ "$got" = "$want" ] || fail "requeued training ended with weights $got, the uninterrupted run with $want"
-pass "time limit 60 s, $restarts requeue(s), first stop at $mid; job took ${job_s}s; weights $got == uninterrupted"
+pass "time limit 60 s, $restarts requeue(s), first stop at $mid; job took ${job_s}s (the reference run $((SECONDS - t1))s more); weights $got == uninterrupted"

@@ -78,8 +78,10 @@ grep -q "did not complete within $T s; ranks not arrived: 1\b" "$WORK/stall.log"
 # MPI_Abort included: rank 1's stall, and the report of a rank that waited for it.
 grep -q "rank 1 stalls before collective #15" "$WORK/run1/logs/rank_0001.log" ||
   fail "rank 1's log lacks its stall message: $(cat "$WORK/run1/logs/rank_0001.log" 2>&1)"
-cat "$WORK/run1/logs/rank_0000.log" "$WORK/run1/logs/rank_0002.log" 2> /dev/null |
-  grep -q "^\[[0-9: -]*\] ddp_train: error (rank [02] of 3): .*did not complete within $T s; ranks not arrived: 1\b" ||
+# (grep reads the files itself: `cat | grep -q` fails under pipefail when grep's early match kills
+# cat with SIGPIPE before it has written the second file.)
+grep -qs "^\[[0-9: -]*\] ddp_train: error (rank [02] of 3): .*did not complete within $T s; ranks not arrived: 1\b" \
+  "$WORK/run1/logs/rank_0000.log" "$WORK/run1/logs/rank_0002.log" ||
   fail "no rank's log holds its report that rank 1 did not arrive: $(cat "$WORK"/run1/logs/* 2>&1)"
 
 # --- (2) rank 1 is killed with SIGKILL mid-run ---------------------------------------------------
