@@ -135,11 +135,13 @@ struct NcclCommImpl::Impl {
   void* host_staging = nullptr;
   std::size_t host_staging_bytes = 0;
 
-  // Device-side waits. wait() on a device buffer makes the compute stream wait for the collective
-  // and returns: no host call waits for it any more, so a watchdog thread polls these collectives
-  // against the stall timeout (as PyTorch's NCCL watchdog does). On a stall it ends the job, or
-  // (abort_job_on_stall = false) aborts the communicator, which lets the queued kernels exit and
-  // any host synchronisation return; the next call on this communicator then throws.
+  // Device-side waits (training: abort_job_on_stall). wait() on a device buffer makes the compute
+  // stream wait for the collective and returns: no host call waits for it any more, so a watchdog
+  // thread polls these collectives against the stall timeout and for asynchronous NCCL errors (as
+  // PyTorch's NCCL watchdog does). On either it reports and ends this process (std::_Exit: MPI is
+  // initialised for the main thread only, and the launcher ends the job when a rank dies; the
+  // other ranks' watchdogs see the same stall). It never touches the communicator otherwise, and
+  // reads its error state only under watch_mutex, which abort_comm() takes too.
   struct Watched {
     Op op;
     double timeout_s = 0;
@@ -148,9 +150,7 @@ struct NcclCommImpl::Impl {
   std::condition_variable watch_cv;
   std::vector<Watched> watched;      // guarded by watch_mutex
   std::vector<cudaEvent_t> retired;  // completed, for free_events; guarded
-  std::string watchdog_error;        // guarded; set once with watchdog_failed
-  std::atomic<bool> watchdog_failed{false};
-  bool stop_watchdog = false;  // guarded
+  bool stop_watchdog = false;        // guarded
   std::thread watchdog;
 
   ~Impl() { shutdown(); }
@@ -166,7 +166,7 @@ struct NcclCommImpl::Impl {
   void watch_loop() noexcept {
     (void)cudaSetDevice(device);
     std::unique_lock<std::mutex> lock(watch_mutex);
-    while (!stop_watchdog && !watchdog_failed.load()) {
+    while (!stop_watchdog) {
       watch_cv.wait_for(lock, std::chrono::milliseconds(20));
       for (auto it = watched.begin(); it != watched.end();) {
         const cudaError_t q = cudaEventQuery(it->op.done);
@@ -175,41 +175,32 @@ struct NcclCommImpl::Impl {
           it = watched.erase(it);
           continue;
         }
-        std::string error;
-        if (q != cudaErrorNotReady) {
-          error = std::string("waiting for collective #") + std::to_string(it->op.info.seq) +
-                  " failed: " + cudaGetErrorName(q) + " (" + cudaGetErrorString(q) + ")";
-        } else {
+        try {
+          std::string error;
           ncclResult_t state = ncclSuccess;
-          if (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state != ncclSuccess &&
-              state != ncclInProgress)
-            error = std::string("NCCL error in an asynchronous operation (rank ") +
-                    std::to_string(rank) + " of " + std::to_string(size) +
-                    "): " + ncclGetErrorString(state);
+          if (q != cudaErrorNotReady)
+            error = std::string("waiting for collective #") + std::to_string(it->op.info.seq) +
+                    " failed: " + cudaGetErrorName(q) + " (" + cudaGetErrorString(q) + ")";
+          else if (comm && ncclCommGetAsyncError(comm, &state) == ncclSuccess &&
+                   state != ncclSuccess && state != ncclInProgress)
+            error = std::string("NCCL error in an asynchronous operation: ") +
+                    ncclGetErrorString(state);
           else if (it->timeout_s > 0 &&
                    std::chrono::duration<double>(Clock::now() - it->op.start).count() >
                        it->timeout_s)
             error = describe_stall(it->op.info, it->timeout_s, {}, false,
                                    "NCCL cannot tell which ranks did not arrive; the ranks that "
                                    "are not stalled themselves report the same collective");
-        }
-        if (error.empty()) {
-          ++it;
-          continue;
-        }
-        if (options.abort_job_on_stall) {
-          std::fprintf(stderr, "ddp_train: error (rank %d of %d): %s; aborting the job\n", rank,
-                       size, error.c_str());
-          std::fflush(stderr);
-          MPI_Abort(MPI_COMM_WORLD, 1);
+          if (!error.empty()) {
+            std::fprintf(stderr, "ddp_train: error (rank %d of %d): %s; ending this rank\n", rank,
+                         size, error.c_str());
+            std::fflush(stderr);
+            std::_Exit(1);
+          }
+        } catch (...) {  // out of memory building the message: end all the same
           std::_Exit(1);
         }
-        // Kernels waiting for the missing ranks exit; our streams drain. The main thread does not
-        // touch `comm` again once watchdog_failed is set (take_watchdog_failure).
-        (void)ncclCommAbort(comm);
-        watchdog_error = error;
-        watchdog_failed.store(true);
-        break;
+        ++it;
       }
     }
   }
@@ -224,24 +215,18 @@ struct NcclCommImpl::Impl {
     watchdog.join();
   }
 
-  // On the main thread, at every call: completed device-side waits give their events back, and a
-  // failure the watchdog found is reported here (the communicator is aborted already).
+  // On the main thread: completed device-side waits give their events back.
   void take_watchdog_news() {
     std::lock_guard<std::mutex> lock(watch_mutex);
     free_events.insert(free_events.end(), retired.begin(), retired.end());
     retired.clear();
-    if (watchdog_failed.load() && !aborted) {
-      comm = nullptr;  // aborted by the watchdog
-      aborted = true;
-      throw SystemError(watchdog_error);
-    }
   }
 
   // --- errors, stalls --------------------------------------------------------------------------
 
   void abort_comm() {
     std::lock_guard<std::mutex> lock(watch_mutex);  // the watchdog reads `comm`
-    if (comm && !watchdog_failed.load()) (void)ncclCommAbort(comm);
+    if (comm) (void)ncclCommAbort(comm);
     comm = nullptr;
     aborted = true;
   }
@@ -430,13 +415,12 @@ struct NcclCommImpl::Impl {
 
   void shutdown() noexcept {
     stop_watch();
-    if (watchdog_failed.load()) comm = nullptr;  // aborted by the watchdog
     for (const Watched& w : watched) (void)cudaEventDestroy(w.op.done);
     watched.clear();
     for (cudaEvent_t e : retired) (void)cudaEventDestroy(e);
     retired.clear();
     if (comm) {
-      bool clean = pending.empty() && !watchdog_failed.load();
+      bool clean = pending.empty();
       if (clean) {
         // Flush and release the communicator; bounded, then abort.
         ncclResult_t r = ncclCommFinalize(comm);
@@ -701,12 +685,24 @@ Request NcclCommImpl::iallreduce_sum(std::span<float> data) {
 void NcclCommImpl::wait(Request& r) {
   if (r.empty()) return;
   Impl& m = *impl_;
+  m.check_health();
   auto it = m.pending.find(r.id());
   if (it == m.pending.end()) throw Error("internal: wait on a request NcclComm did not issue");
   const Impl::Op op = it->second;
   m.pending.erase(it);
   r = Request{};
   m.take_watchdog_news();
+  if (!m.options.abort_job_on_stall) {
+    // Doctor and tests: a stall must come back as an exception, so the host waits here.
+    try {
+      m.wait_event(op.done, op.info, op.start);
+    } catch (...) {
+      m.free_events.push_back(op.done);
+      throw;
+    }
+    m.free_events.push_back(op.done);
+    return;
+  }
   // The compute stream waits, the host goes on; the watchdog keeps the timeout.
   const cudaError_t e = cudaStreamWaitEvent(m.compute, op.done, 0);
   if (e != cudaSuccess) {

@@ -69,6 +69,8 @@ class Adam final : public Optimizer {
     }
   }
 
+  bool needs_applied_step_count() const override { return true; }
+
  private:
   backend::Backend& be_;
   backend::Backend::AdamHyper h_;

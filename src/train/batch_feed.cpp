@@ -46,13 +46,12 @@ void BatchFeed::stage(Slot& slot) {
   if (b->size > max_batch_)
     throw Error("internal: a batch of " + std::to_string(b->size) + " exceeds the feed's " +
                 std::to_string(max_batch_));
-  if (slot.recorded) {
-    // The pinned buffer was last read by this slot's previous upload, two batches ago: done long
-    // since, unless the host runs more than two steps ahead. The device buffer was last read by
-    // that batch's step: the copy stream waits for it on the device, the host does not.
-    queue_->host_waits(slot.uploaded);
-    queue_->stream_waits(Stream::copy, slot.consumed);
-  }
+  // The pinned buffer was last read by this slot's previous upload, two batches ago: done long
+  // since, unless the host runs more than two steps ahead (or the batch was staged and never
+  // taken). The device buffer was last read by that batch's step: the copy stream waits for it
+  // on the device, the host does not.
+  if (slot.uploaded_once) queue_->host_waits(slot.uploaded);
+  if (slot.recorded) queue_->stream_waits(Stream::copy, slot.consumed);
   const auto image_bytes = static_cast<std::size_t>(b->size * sample_floats_) * sizeof(float);
   const auto label_bytes = static_cast<std::size_t>(b->size) * sizeof(std::int32_t);
   std::memcpy(slot.images_host.get(), b->images, image_bytes);
@@ -60,6 +59,7 @@ void BatchFeed::stage(Slot& slot) {
   queue_->copy_to_device_async(slot.images_host.get(), slot.images.get(), image_bytes);
   queue_->copy_to_device_async(slot.labels_host.get(), slot.labels.get(), label_bytes);
   queue_->record(slot.uploaded, Stream::copy);
+  slot.uploaded_once = true;
   slot.batch = *b;
   slot.batch.images = static_cast<const float*>(slot.images.get());
   slot.batch.labels = static_cast<const std::int32_t*>(slot.labels.get());

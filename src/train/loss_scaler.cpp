@@ -28,6 +28,14 @@ bool LossScaler::update(bool finite) {
   return true;
 }
 
+bool LossScaler::update_late(bool finite, double scale_used) {
+  if (!enabled_ || scale_used == scale_) return update(finite);
+  // Computed with a scale changed since (by an earlier late outcome): an overflow there says
+  // nothing new about the current scale, and a good step does not count towards growing it.
+  if (!finite) ++skipped_;
+  return finite;
+}
+
 void LossScaler::restore(double scale, std::int64_t good_steps) {
   scale_ = scale;
   good_ = good_steps;

@@ -433,15 +433,16 @@ void Trainer::train_step(const data::Batch& batch) {
     sync_->after_micro_batch();
   }
   if (step_timer_) step_timer_->backward_done();
-  // The next batch is staged while the device computes this one.
-  feed_->prefetch();
   // Waits for every rank's gradients (the sum over all ranks and micro-batches); on a GPU the
-  // compute stream waits, not the host.
+  // compute stream waits, not the host (with comm.overlap; without it the host waits here).
   {
     const TraceSpan wait(trace_.get(), "gradient wait", global_step_);
     sync_->finish();
   }
   if (step_timer_) step_timer_->gradients_ready(batch.size);
+  // The next batch is staged while the device computes this one (after finish(), which starts
+  // the last buckets).
+  feed_->prefetch();
   if (trace_)
     for (const auto& t : sync_->bucket_times())
       trace_->all_reduce(t.bucket, t.start, t.end, global_step_);
@@ -449,10 +450,10 @@ void Trainer::train_step(const data::Batch& batch) {
 
 void Trainer::settle_overflow(std::size_t keep) {
   while (overflow_pending_.size() > keep) {
-    const int slot = overflow_pending_.front();
+    const auto [slot, scale] = overflow_pending_.front();
     overflow_pending_.pop_front();
     const bool overflow = be_->overflow_seen(slot);
-    scaler_.update(!overflow);
+    scaler_.update_late(!overflow, scale);
     if (overflow) opt_->step_was_skipped();
   }
 }
@@ -548,7 +549,9 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
       const auto inv_scale = static_cast<float>(1.0 / scaler_.scale());
       if (!scaler_.enabled()) {
         opt_->step(params, grads, lr);
-      } else if (be_->host_addressable()) {
+      } else if (be_->host_addressable() || opt_->needs_applied_step_count()) {
+        // The CPU reads the flag at no cost. Adam's bias correction needs the count of applied
+        // steps when it is enqueued, so with Adam a GPU reads it every step too.
         if (scaler_.update(be_->unscale_check(count, grads.data(), inv_scale)))
           opt_->step(params, grads, lr);
       } else {
@@ -556,7 +559,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
         // the host never waits for the step it has just enqueued.
         const int slot = static_cast<int>(global_step_ % backend::Backend::kOverflowSlots);
         opt_->step(params, grads, lr, be_->unscale_flag(count, grads.data(), inv_scale, slot));
-        overflow_pending_.push_back(slot);
+        overflow_pending_.push_back({slot, scaler_.scale()});
         settle_overflow(1);
       }
     }

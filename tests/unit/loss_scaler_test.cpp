@@ -67,6 +67,25 @@ TEST(LossScaler, CpuUnscaleCheckScalesExactlyAndFindsInfAndNan) {
   }
 }
 
+// Outcomes learnt a step late (a GPU): two overflowing steps in a row, both computed with the old
+// scale, halve it once and count two skips; a good step of an old scale does not grow it.
+TEST(LossScaler, LateOutcomesOfAnOldScaleOnlyCountTheSkip) {
+  LossScaler s(1024.0, 2.0, 0.5, 2);
+  EXPECT_FALSE(s.update_late(false, 1024.0));
+  EXPECT_DOUBLE_EQ(s.scale(), 512.0);
+  EXPECT_FALSE(s.update_late(false, 1024.0));  // enqueued before the first was known
+  EXPECT_DOUBLE_EQ(s.scale(), 512.0);
+  EXPECT_EQ(s.skipped(), 2);
+  EXPECT_TRUE(s.update_late(true, 1024.0));
+  EXPECT_EQ(s.good_steps(), 0);
+  EXPECT_TRUE(s.update_late(true, 512.0));
+  EXPECT_TRUE(s.update_late(true, 512.0));  // the interval (2) at the current scale: doubled
+  EXPECT_DOUBLE_EQ(s.scale(), 1024.0);
+  EXPECT_FALSE(s.update_late(false, 1024.0));
+  EXPECT_DOUBLE_EQ(s.scale(), 512.0);
+  EXPECT_EQ(s.skipped(), 3);
+}
+
 // The flag form (what the trainer uses on a GPU, where the device skips the step itself): the
 // flag of a slot says whether that unscale found an inf/NaN, and an optimizer step given the flag
 // leaves the weights and the momentum untouched exactly when it is set.

@@ -13,15 +13,19 @@
 // while the rest of backward runs; wait()/test() completion makes the compute stream wait for the
 // collective (an event) before anything enqueued afterwards, e.g. the optimizer step.
 //
-// The host does not wait for gradients. wait() on a non-blocking all-reduce makes the compute
-// stream wait for it and returns at once (completion in compute-stream order), so the host can
-// enqueue the next steps while the GPU computes and communicates. Blocking collectives (and host
-// buffers) wait on the host.
+// The host does not wait for gradients. In training (abort_job_on_stall), wait() on a non-blocking
+// all-reduce makes the compute stream wait for it and returns at once (completion in
+// compute-stream order), so the host can enqueue the next steps while the GPU computes and
+// communicates; a watchdog thread keeps the timeout and watches for asynchronous NCCL errors, and
+// on either reports and ends the rank (std::_Exit; the launcher ends the job, the other ranks'
+// watchdogs report the same collective). Blocking collectives, host buffers, and every wait with
+// abort_job_on_stall = false (doctor, tests: the stall must come back as an exception) wait on
+// the host.
 //
 // No silent hangs (ARCHITECTURE.md). The communicator is non-blocking (NCCL's blocking = 0), so no
 // NCCL call can block the host indefinitely: every host wait polls the collective's completion
-// event and ncclCommGetAsyncError, and a watchdog thread does the same for the collectives the
-// compute stream waits for (a host synchronisation behind one would otherwise hang). An
+// event and ncclCommGetAsyncError, and the watchdog does the same for the collectives the compute
+// stream waits for (a host synchronisation behind one would otherwise hang). An
 // asynchronous NCCL error aborts the communicator (ncclCommAbort) and throws ddp::SystemError with
 // ncclGetErrorString and ncclGetLastError. A collective that does not complete within the timeout
 // (CommOptions, DDP_COMM_TIMEOUT_S) aborts the communicator, is reported as "collective #K (...)

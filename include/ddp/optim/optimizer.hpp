@@ -33,9 +33,12 @@ class Optimizer {
   // the step still counts until step_was_skipped() says so.
   virtual void step(std::span<float> params, std::span<const float> grads, double lr,
                     const std::uint32_t* skip_if = nullptr) = 0;
-  // The step counted last-but-n was skipped on the device (learnt later from its flag): Adam's
-  // bias correction and the snapshot's count go on from the steps really taken.
+  // A step counted already was skipped on the device (learnt later from its flag): the
+  // snapshot's count goes on from the steps really taken.
   void step_was_skipped() { --steps_; }
+  // Whether an update depends on the number of updates applied before it (Adam's bias
+  // correction): then a skipped step must be known before the next one is enqueued.
+  virtual bool needs_applied_step_count() const { return false; }
 
   // Named state buffers, each as long as the flat parameter buffer ("momentum"; "exp_avg",
   // "exp_avg_sq"), for snapshots: the host mirrors of the backend's buffers, current after

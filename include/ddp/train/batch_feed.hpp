@@ -43,7 +43,8 @@ class BatchFeed {
     std::shared_ptr<void> images_host, labels_host, images, labels;
     backend::DeviceQueue::EventId uploaded = -1;  // copy stream: this slot's upload is done
     backend::DeviceQueue::EventId consumed = -1;  // compute stream: the step reading it is done
-    bool recorded = false;                        // both events recorded at least once
+    bool recorded = false;                        // `consumed` recorded at least once
+    bool uploaded_once = false;                   // `uploaded` recorded at least once
     data::Batch batch;
     bool full = false;
   };

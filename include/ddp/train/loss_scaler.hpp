@@ -19,6 +19,10 @@ class LossScaler {
   // The outcome of a step: `finite` = no inf/NaN in the (all-reduced) gradients. Returns whether
   // the optimizer step is to be applied, and updates the scale.
   bool update(bool finite);
+  // The same for an outcome learnt late (on a GPU, a step after the device acted on it), of a step
+  // computed with `scale_used`: when the scale has changed since, the outcome only counts the skip
+  // (the scale is not halved twice for two overflowing steps in a row, nor grown).
+  bool update_late(bool finite, double scale_used);
   std::int64_t skipped() const { return skipped_; }
 
   // For snapshots: the scale and the good steps since it last changed.

@@ -155,8 +155,9 @@ class Trainer {
   // On a GPU: each step's compute and gradient wait, timed on the device; their wait total.
   std::unique_ptr<DeviceStepTimer> step_timer_;
   double device_wait_s_ = 0.0;
-  LossScaler scaler_;                 // dynamic loss scaling (fp16), or disabled
-  std::deque<int> overflow_pending_;  // GPU: overflow-flag slots not yet read, oldest first
+  LossScaler scaler_;  // dynamic loss scaling (fp16), or disabled
+  // GPU: the overflow-flag slots not yet read, oldest first, with the scale of their step.
+  std::deque<std::pair<int, double>> overflow_pending_;
   // Test-only fault injection (DDP_FAULT_INF_GRAD=RANK:STEP): that rank's loss gradient gets an
   // inf at that global step, an overflow the loss scaler must catch on every rank.
   int fault_inf_rank_ = -1;

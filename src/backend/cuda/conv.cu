@@ -186,14 +186,17 @@ class Conv final : public ConvOp {
       const cudnnStatus_t st = call(cur);
       if (st == CUDNN_STATUS_SUCCESS) return;
       if (rest.empty() || st == CUDNN_STATUS_BAD_PARAM) throw_cudnn(st, pass, __FILE__, __LINE__);
-      std::fprintf(stderr,
-                   "ddp_train: warning: cuDNN %s algorithm %d failed for the %s (%s); taking the "
-                   "next in cuDNN's ranking\n",
-                   pass, cur.algo, describe(n).c_str(), cudnnGetErrorString(st));
+      std::fprintf(
+          stderr,
+          "ddp_train: warning: cuDNN %s algorithm %d failed for the %s (%s); taking the "
+          "next in cuDNN's ranking%s\n",
+          pass, cur.algo, describe(n).c_str(), cudnnGetErrorString(st),
+          cur.deterministic && !rest.front().deterministic ? ", which is not deterministic" : "");
+      // The workspace first: should that fail, the plan still holds what it can run.
+      ctx_->reserve_workspace(rest.front().workspace);
+      DDP_CUDA_CHECK(cudnnSetConvolutionMathType(desc, math_for(rest.front().math)));
       cur = rest.front();
       rest.erase(rest.begin());
-      DDP_CUDA_CHECK(cudnnSetConvolutionMathType(desc, math_for(cur.math)));
-      ctx_->reserve_workspace(cur.workspace);
     }
   }
 
