@@ -362,10 +362,13 @@ struct NcclCommImpl::Impl {
 
   // One blocking collective on `data` (bytes), `issue(buffer)` enqueues the NCCL call on `stream`.
   // `in_offset/in_bytes`: the part of the host buffer the collective reads (staged in); the whole
-  // buffer is copied back.
+  // buffer is copied back. `device_order`: on device memory in training, "blocking" means "before
+  // any compute work enqueued afterwards" (the compute stream waits, the watchdog keeps the
+  // timeout) - what sync batch norm's statistics and the non-overlapped gradient all-reduce need;
+  // the barrier, and everything with host buffers, waits on the host.
   template <class Issue>
   void blocking(void* data, std::size_t bytes, std::string kind, Issue issue, std::size_t in_offset,
-                std::size_t in_bytes) {
+                std::size_t in_bytes, bool device_order = false) {
     const CollectiveInfo info = begin(std::move(kind), bytes);
     const auto start = Clock::now();
     const bool device_buffer = on_device(data);
@@ -388,7 +391,20 @@ struct NcclCommImpl::Impl {
       cuda_check(cudaMemcpyAsync(host_staging, dev_staging, bytes, cudaMemcpyDeviceToHost, stream),
                  "cudaMemcpyAsync from the staging buffer");
     cudaEvent_t done = take_event();
-    cuda_check(cudaEventRecord(done, stream), "cudaEventRecord");
+    const cudaError_t recorded = cudaEventRecord(done, stream);
+    if (recorded != cudaSuccess) {
+      free_events.push_back(done);
+      cuda_fail(recorded, "cudaEventRecord");
+    }
+    if (device_buffer && device_order && options.abort_job_on_stall) {
+      const cudaError_t e = cudaStreamWaitEvent(compute, done, 0);
+      if (e != cudaSuccess) {
+        free_events.push_back(done);
+        cuda_fail(e, "cudaStreamWaitEvent for collective #" + std::to_string(info.seq));
+      }
+      watch(Op{info, start, done});
+      return;
+    }
     try {
       wait_event(done, info, start);
     } catch (...) {
@@ -408,7 +424,7 @@ struct NcclCommImpl::Impl {
         [&](void* buf) {
           return ncclAllReduce(buf, buf, data.size(), type, ncclSum, comm, stream);
         },
-        0, bytes);
+        0, bytes, true);
   }
 
   // --- teardown --------------------------------------------------------------------------------

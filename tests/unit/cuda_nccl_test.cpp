@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -191,6 +192,48 @@ TEST_F(CudaNccl, NonBlockingAllreduceIsOrderedAfterCompute) {
   Request empty;
   comm_->wait(empty);
   EXPECT_TRUE(comm_->test(empty));
+}
+
+// In training (abort_job_on_stall: the watchdog keeps the timeout) a blocking all-reduce of device
+// memory - sync batch norm's statistics, the gradients with comm.overlap = false - is a stream
+// wait, not a host wait. A host function holds the compute stream shut: the all-reduce (which
+// starts after the compute stream's earlier work) cannot run until it opens, so the call must
+// return while it is shut. Work enqueued afterwards on the compute stream sees the sums. (A
+// releaser opens it after 10 s, so a host wait fails the test instead of hanging it.)
+TEST_F(CudaNccl, DeviceAllreduceInTrainingIsAStreamWait) {
+  comm_.reset();
+  NcclCommOptions o;
+  o.comm.timeout_s = 120;
+  o.abort_job_on_stall = true;
+  comm_ = make_nccl_comm(MPI_COMM_WORLD, device_, gpu_->compute_stream(), o);
+  const std::size_t n = 4096;
+  DeviceBuffer d(device_, n * sizeof(double));
+  std::vector<double> h(n, 0.5 * (rank_ + 1));
+  gpu_->to_device(h.data(), d.data(), n * sizeof(double));
+  std::atomic<bool> open{false};
+  gpu_->enqueue_host_function(
+      [](void* gate) {
+        while (!static_cast<std::atomic<bool>*>(gate)->load())
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      },
+      &open);
+  std::thread releaser([&open] {
+    for (int i = 0; i < 1000 && !open.load(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    open = true;
+  });
+  comm_->allreduce_sum(std::span<double>(static_cast<double*>(d.data()), n));
+  const bool returned_while_shut = !open.load();
+  open = true;
+  releaser.join();
+  EXPECT_TRUE(returned_while_shut) << "allreduce_sum waited on the host for the device";
+  std::vector<double> out(n);  // read in compute-stream order: after the sums
+  gpu_->to_host(d.data(), out.data(), n * sizeof(double));
+  const double ranks_sum = 0.5 * size_ * (size_ + 1) / 2;
+  EXPECT_EQ(out.front(), ranks_sum);
+  EXPECT_EQ(out.back(), ranks_sum);
+  // The barrier still waits on the host (it is what a barrier is for).
+  comm_->barrier();
 }
 
 TEST_F(CudaNccl, HostBuffersAreStaged) {

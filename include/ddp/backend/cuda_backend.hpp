@@ -90,6 +90,10 @@ class CudaBackend : public Backend, public DeviceQueue {
   virtual void* compute_stream() const = 0;
   // Blocks until all work enqueued on the compute stream and the copy stream has finished.
   virtual void synchronize() = 0;
+  // Enqueues `fn(arg)` on the compute stream (cudaLaunchHostFunc): it runs on a CUDA thread once
+  // the work before it has finished, and the work after it waits for it. fn must not call CUDA.
+  // What tests use to hold the stream at a point of their choosing.
+  virtual void enqueue_host_function(void (*fn)(void*), void* arg) = 0;
 
   // Copies between host memory and device memory, ordered after the work already enqueued on the
   // compute stream; they return when the copy is complete.

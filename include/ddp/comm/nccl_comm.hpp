@@ -18,9 +18,10 @@
 // compute-stream order), so the host can enqueue the next steps while the GPU computes and
 // communicates; a watchdog thread keeps the timeout and watches for asynchronous NCCL errors, and
 // on either reports and ends the rank (std::_Exit; the launcher ends the job, the other ranks'
-// watchdogs report the same collective). Blocking collectives, host buffers, and every wait with
-// abort_job_on_stall = false (doctor, tests: the stall must come back as an exception) wait on
-// the host.
+// watchdogs report the same collective). A blocking all-reduce of device memory (sync batch
+// norm's statistics, the gradients with comm.overlap = false) is ordered the same way in training.
+// The barrier, broadcasts and all-gathers, host buffers, and every wait with abort_job_on_stall =
+// false (doctor, tests: the stall must come back as an exception) wait on the host.
 //
 // No silent hangs (ARCHITECTURE.md). The communicator is non-blocking (NCCL's blocking = 0), so no
 // NCCL call can block the host indefinitely: every host wait polls the collective's completion

@@ -350,6 +350,10 @@ class CudaBackendImpl final : public CudaBackend {
     DDP_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, ctx_->stream()));
     ctx_->sync();
   }
+  void enqueue_host_function(void (*fn)(void*), void* arg) override {
+    DDP_CUDA_CHECK(cudaLaunchHostFunc(ctx_->stream(), fn, arg));
+  }
+
   void to_host(const void* device, void* host, std::size_t bytes) override {
     if (bytes == 0) return;
     DDP_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, ctx_->stream()));
