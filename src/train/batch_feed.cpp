@@ -28,6 +28,14 @@ BatchFeed::BatchFeed(backend::DeviceQueue* queue, std::int64_t sample_floats,
   }
 }
 
+BatchFeed::~BatchFeed() {
+  if (!queue_) return;
+  for (Slot& s : slots_) {
+    if (s.uploaded >= 0) queue_->release_event(s.uploaded);
+    if (s.consumed >= 0) queue_->release_event(s.consumed);
+  }
+}
+
 void BatchFeed::begin(data::BatchLoader& loader) {
   loader_ = &loader;
   // A slot's batch from the previous pass is dropped; its events stay valid (the ring goes on).

@@ -132,6 +132,21 @@ TEST(BatchFeed, AnEpochLeftEarlyDropsItsStagedBatch) {
   EXPECT_EQ(steps, 6);
 }
 
+// The trainer rebuilds its feed when the rank's batch grows (rank_shares = auto): every rebuild
+// hands the old feed's events back, so a long run does not pile up CUDA events.
+TEST(BatchFeed, ARebuiltFeedHandsItsEventsBack) {
+  const Dataset ds = data::test_util::pattern_dataset(24, 3, 4, 4);
+  RecordingDeviceQueue q;
+  for (int rebuild = 0; rebuild < 5; ++rebuild) {
+    BatchFeed feed(&q, 3 * 4 * 4, 4 + rebuild);
+    EXPECT_EQ(q.live_events, 2 * BatchFeed::kSlots);
+    int steps = 0;
+    run_epochs(feed, q, ds, 1, 4, &steps);  // a released event used again would throw
+    EXPECT_EQ(steps, 6);
+  }
+  EXPECT_EQ(q.live_events, 0);
+}
+
 TEST(BatchFeed, OnTheCpuHandsOverTheLoadersBatches) {
   const Dataset ds = data::test_util::pattern_dataset(10, 3, 4, 4);
   BatchFeed feed(nullptr, 3 * 4 * 4, 4);

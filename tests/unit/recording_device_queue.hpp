@@ -40,8 +40,15 @@ class RecordingDeviceQueue : public backend::DeviceQueue {
   }
   EventId new_event(bool timing) override {
     events_.push_back(EventState{timing});
+    ++live_events;
     return static_cast<EventId>(events_.size() - 1);
   }
+  // Never handed out again here, so a use after release is caught (at() throws).
+  void release_event(EventId e) override {
+    at(e).released = true;
+    --live_events;
+  }
+  int live_events = 0;  // made and not released
   void record(EventId e, Stream s) override {
     auto& ev = at(e);
     ev.record_index = records_++;
@@ -73,6 +80,7 @@ class RecordingDeviceQueue : public backend::DeviceQueue {
  private:
   struct EventState {
     bool timing = false;
+    bool released = false;
     long record_index = -1;
     int recorded_phase = -1;
     Stream stream = Stream::compute;
@@ -83,6 +91,8 @@ class RecordingDeviceQueue : public backend::DeviceQueue {
   EventState& at(EventId e) {
     if (e < 0 || static_cast<std::size_t>(e) >= events_.size())
       throw Error("no event " + std::to_string(e));
+    if (events_[static_cast<std::size_t>(e)].released)
+      throw Error("event " + std::to_string(e) + " used after its release");
     return events_[static_cast<std::size_t>(e)];
   }
   static std::shared_ptr<void> zeroed(std::size_t bytes) {

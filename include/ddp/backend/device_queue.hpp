@@ -26,6 +26,9 @@ class DeviceQueue {
 
   // timing: the event can be used with elapsed_s (costs a little; the feed's are not).
   virtual EventId new_event(bool timing) = 0;
+  // Hands e back (its owner is done with it); a later new_event of its kind may return it again.
+  // Work already enqueued that records or waits for e is unaffected.
+  virtual void release_event(EventId e) = 0;
   // Marks the work enqueued on `s` so far.
   virtual void record(EventId e, Stream s) = 0;
   // Work enqueued on `s` from now on waits (on the device; the host goes on) for e's work.

@@ -26,6 +26,10 @@ class BatchFeed {
   BatchFeed(backend::Backend& be, std::int64_t sample_floats, std::int64_t max_batch);
   // The same on an explicit queue (tests record its calls); nullptr: host memory, no slots.
   BatchFeed(backend::DeviceQueue* queue, std::int64_t sample_floats, std::int64_t max_batch);
+  // Hands the slots' events back to the queue (a feed is rebuilt when the batch size grows).
+  ~BatchFeed();
+  BatchFeed(const BatchFeed&) = delete;
+  BatchFeed& operator=(const BatchFeed&) = delete;
 
   // Starts feeding from `loader` (started already), which must outlive the feed's use of it.
   void begin(data::BatchLoader& loader);

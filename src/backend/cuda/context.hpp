@@ -82,6 +82,7 @@ class Context {
 
   // The DeviceQueue's events (timing or not), owned here, destroyed with the context.
   DeviceQueue::EventId new_event(bool timing);
+  void release_event(DeviceQueue::EventId e);
   cudaEvent_t event(DeviceQueue::EventId e) const;
 
  private:
@@ -121,6 +122,8 @@ class Context {
   std::vector<std::int64_t> sample_ids_held_;
   std::int64_t sample_id_uploads_ = 0;
   std::vector<Event> events_;  // DeviceQueue's, by EventId
+  std::vector<bool> event_timing_;
+  std::vector<DeviceQueue::EventId> spare_events_[2];  // released ones, plain and timing
 };
 
 }  // namespace ddp::backend::cuda

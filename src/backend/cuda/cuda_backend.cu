@@ -186,8 +186,19 @@ unsigned char* Context::loss_flags(std::int64_t n) {
 }
 
 DeviceQueue::EventId Context::new_event(bool timing) {
+  auto& spare = spare_events_[timing ? 1 : 0];
+  if (!spare.empty()) {
+    const DeviceQueue::EventId e = spare.back();
+    spare.pop_back();
+    return e;
+  }
   events_.push_back(make_event(timing));
+  event_timing_.push_back(timing);
   return static_cast<DeviceQueue::EventId>(events_.size() - 1);
+}
+void Context::release_event(DeviceQueue::EventId e) {
+  (void)event(e);  // checks the id
+  spare_events_[event_timing_[static_cast<std::size_t>(e)] ? 1 : 0].push_back(e);
 }
 cudaEvent_t Context::event(DeviceQueue::EventId e) const {
   if (e < 0 || static_cast<std::size_t>(e) >= events_.size())
@@ -375,6 +386,7 @@ class CudaBackendImpl final : public CudaBackend {
         cudaMemcpyAsync(device, pinned, bytes, cudaMemcpyHostToDevice, ctx_->copy_stream()));
   }
   EventId new_event(bool timing) override { return ctx_->new_event(timing); }
+  void release_event(EventId e) override { ctx_->release_event(e); }
   void record(EventId e, Stream s) override {
     DDP_CUDA_CHECK(cudaEventRecord(ctx_->event(e), stream_of(s)));
   }
