@@ -313,6 +313,11 @@ struct NcclCommImpl::Impl {
   }
 
   // Device (or managed) memory of our GPU: used in place. Anything else is staged.
+  bool managed(const void* p) const {
+    cudaPointerAttributes a{};
+    cuda_check(cudaPointerGetAttributes(&a, p), "cudaPointerGetAttributes");
+    return a.type == cudaMemoryTypeManaged;
+  }
   bool on_device(const void* p) const {
     cudaPointerAttributes a{};
     cuda_check(cudaPointerGetAttributes(&a, p), "cudaPointerGetAttributes");
@@ -396,7 +401,8 @@ struct NcclCommImpl::Impl {
       free_events.push_back(done);
       cuda_fail(recorded, "cudaEventRecord");
     }
-    if (device_buffer && device_order && options.abort_job_on_stall) {
+    // Managed memory may be read by the host right after the call: it waits.
+    if (device_buffer && device_order && options.abort_job_on_stall && !managed(data)) {
       const cudaError_t e = cudaStreamWaitEvent(compute, done, 0);
       if (e != cudaSuccess) {
         free_events.push_back(done);
