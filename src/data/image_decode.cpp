@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 
+#include "ddp/cpu_clones.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::data {
@@ -37,8 +38,8 @@ void check_size(std::int64_t w, std::int64_t h, const std::string& name) {
 
 // Interleaved HWC (what the decoders give) to planar CHW. Built for AVX2 as well (chosen at load
 // time where the CPU has it): the stride-3 split vectorises there, not with the x86-64 baseline.
-__attribute__((target_clones("avx2", "default"))) Image to_planar(const std::vector<std::uint8_t>& hwc, std::int64_t c, std::int64_t h,
-                std::int64_t w, std::int64_t stride_c) {
+DDP_ALSO_AVX2 Image to_planar(const std::vector<std::uint8_t>& hwc, std::int64_t c, std::int64_t h,
+                              std::int64_t w, std::int64_t stride_c) {
   Image img{c, h, w, std::vector<std::uint8_t>(static_cast<std::size_t>(c * h * w))};
   const std::int64_t plane = h * w;
   if (c == 3 && stride_c == 3) {  // the common case, a pointer walk (a loader thread's hot loop)

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "ddp/cpu_clones.hpp"
+
 namespace ddp::data {
 namespace {
 
@@ -101,9 +103,9 @@ void resample_rows(const std::uint8_t* in, std::uint8_t* out, const Coeffs& c, s
 // Vertical pass over one plane: an output row is a weighted sum of whole input rows, accumulated
 // row by row (contiguous, vectorised; also built for AVX2, chosen at load time where the CPU has
 // it). Integer sums: the same values as Pillow's column-wise loop.
-__attribute__((target_clones("avx2", "default"))) void resample_columns(
-    const std::uint8_t* in, std::uint8_t* out, const Coeffs& c, std::int64_t width,
-    std::int64_t out_h, std::vector<std::int32_t>& acc) {
+DDP_ALSO_AVX2 void resample_columns(const std::uint8_t* in, std::uint8_t* out, const Coeffs& c,
+                                    std::int64_t width, std::int64_t out_h,
+                                    std::vector<std::int32_t>& acc) {
   acc.resize(static_cast<std::size_t>(width));
   for (std::int64_t yy = 0; yy < out_h; ++yy) {
     const std::int64_t first = c.bounds[static_cast<std::size_t>(yy * 2)];
