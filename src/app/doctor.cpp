@@ -134,11 +134,11 @@ void examine_device(const Config& cfg, const runtime::Runtime& rt,
 std::string crc_hex(const data::Dataset& a, const data::Dataset& b) {
   uLong crc = crc32(0L, Z_NULL, 0);
   for (const auto* d : {&a, &b}) {
-    for (auto span : {d->pixels(), d->labels()}) {
+    for (const auto span : {std::as_bytes(d->pixels()), std::as_bytes(d->labels())}) {
       // zlib takes 32-bit lengths: feed large buffers in pieces.
       for (std::size_t off = 0; off < span.size(); off += std::size_t{1} << 30) {
         const std::size_t len = std::min(span.size() - off, std::size_t{1} << 30);
-        crc = crc32(crc, span.data() + off, static_cast<uInt>(len));
+        crc = crc32(crc, reinterpret_cast<const Bytef*>(span.data()) + off, static_cast<uInt>(len));
       }
     }
   }

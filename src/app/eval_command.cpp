@@ -78,9 +78,15 @@ int run_eval(EvalCommand& cmd, Config cfg, runtime::Runtime& rt, comm::MpiComm& 
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw SystemError("eval --output-dir '" + dir.string() + "': " + ec.message());
-    const fs::path csv = dir / "confusion.csv";
+    const bool matrix = e.confusion.has_matrix();
+    const fs::path csv = dir / (matrix ? "confusion.csv" : "per_class.csv");
     ckpt::write_file_atomically(csv, e.confusion.csv(trainer.class_names()));
-    out << "confusion matrix (rows: true class, columns: predicted): " << csv.string() << "\n";
+    if (matrix)
+      out << "confusion matrix (rows: true class, columns: predicted): " << csv.string() << "\n";
+    else
+      out << "per-class accuracy (" << e.confusion.classes() << " classes: more than "
+          << train::Confusion::kMatrixClasses << ", so no confusion matrix): " << csv.string()
+          << "\n";
     if (!cmd.dump_logits.empty()) {
       ckpt::write_file_atomically(
           cmd.dump_logits,

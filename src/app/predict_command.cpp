@@ -106,7 +106,7 @@ int run_predict(const PredictCommand& cmd, const Config& cfg, int world_size, st
     if (img.height != h || img.width != w) img = data::resize_bilinear(img, h, w);
     pixels.insert(pixels.end(), img.pixels.begin(), img.pixels.end());
   }
-  std::vector<std::uint8_t> no_labels(files.size(), 0);
+  std::vector<data::Label> no_labels(files.size(), 0);
   const data::Dataset images =
       sized ? data::Dataset::encoded("predict inputs", c, static_cast<int>(classes),
                                      std::move(pixels), std::move(offsets), std::move(no_labels))

@@ -82,7 +82,7 @@ Dataset read_cifar(const fs::path& root, const std::vector<std::string>& names,
   }
 
   std::vector<std::uint8_t> pixels(static_cast<std::size_t>(total * kImageBytes));
-  std::vector<std::uint8_t> labels(static_cast<std::size_t>(total));
+  std::vector<Label> labels(static_cast<std::size_t>(total));
   const std::int64_t rec = record_bytes(f);
   constexpr std::int64_t kRecordsPerChunk = 4096;  // ~12.6 MB reads
   std::int64_t base = 0;  // first record of the current file in the concatenated dataset

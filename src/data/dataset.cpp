@@ -12,24 +12,23 @@ namespace {
 // Both buffers live in one shared block so that views made by head() keep them alive.
 struct Storage {
   std::vector<std::uint8_t> pixels;
-  std::vector<std::uint8_t> labels;
+  std::vector<Label> labels;
   std::vector<std::uint64_t> offsets;  // encoded sets only
 };
 
 }  // namespace
 
 Dataset::Dataset(std::string origin, std::int64_t c, std::int64_t h, std::int64_t w,
-                 int num_classes, std::vector<std::uint8_t> pixels,
-                 std::vector<std::uint8_t> labels)
+                 int num_classes, std::vector<std::uint8_t> pixels, std::vector<Label> labels)
     : origin_(std::move(origin)), c_(c), h_(h), w_(w), num_classes_(num_classes) {
   if (c <= 0 || h <= 0 || w <= 0) {
     throw DataError(origin_ + ": invalid image shape " + std::to_string(c) + "x" +
                     std::to_string(h) + "x" + std::to_string(w) +
                     " (channels x height x width must all be positive)");
   }
-  if (num_classes < 1 || num_classes > 256) {
+  if (num_classes < 1 || num_classes > kMaxClasses) {
     throw DataError(origin_ + ": invalid number of classes " + std::to_string(num_classes) +
-                    " (uint8 labels allow 1..256)");
+                    " (1.." + std::to_string(kMaxClasses) + ")");
   }
   n_ = static_cast<std::int64_t>(labels.size());
   const std::uint64_t expected =
@@ -41,7 +40,7 @@ Dataset::Dataset(std::string origin, std::int64_t c, std::int64_t h, std::int64_
                     std::to_string(pixels.size()));
   }
   for (std::size_t i = 0; i < labels.size(); ++i) {
-    if (labels[i] >= num_classes) {
+    if (labels[i] < 0 || labels[i] >= num_classes) {
       throw DataError(origin_ + ": sample " + std::to_string(i) + " has label " +
                       std::to_string(labels[i]) + ", but labels must be in 0.." +
                       std::to_string(num_classes - 1));
@@ -55,7 +54,7 @@ Dataset::Dataset(std::string origin, std::int64_t c, std::int64_t h, std::int64_
 
 Dataset::Dataset(std::string origin, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
                  int num_classes, std::shared_ptr<const void> owner,
-                 std::span<const std::uint8_t> pixels, std::span<const std::uint8_t> labels)
+                 std::span<const std::uint8_t> pixels, std::span<const Label> labels)
     : origin_(std::move(origin)),
       n_(n),
       c_(c),
@@ -74,16 +73,16 @@ Dataset::Dataset(std::string origin, std::int64_t n, std::int64_t c, std::int64_
 
 Dataset Dataset::encoded(std::string origin, std::int64_t c, int num_classes,
                          std::vector<std::uint8_t> bytes, std::vector<std::uint64_t> offsets,
-                         std::vector<std::uint8_t> labels) {
+                         std::vector<Label> labels) {
   if (c <= 0) throw DataError(origin + ": invalid channel count " + std::to_string(c));
-  if (num_classes < 1 || num_classes > 256)
+  if (num_classes < 1 || num_classes > kMaxClasses)
     throw DataError(origin + ": invalid number of classes " + std::to_string(num_classes) +
-                    " (uint8 labels allow 1..256)");
+                    " (1.." + std::to_string(kMaxClasses) + ")");
   if (offsets.size() != labels.size() + 1 || offsets.front() != 0 ||
       !std::is_sorted(offsets.begin(), offsets.end()) || offsets.back() != bytes.size())
     throw DataError(origin + ": the encoded samples' offsets do not describe their bytes");
   for (std::size_t i = 0; i < labels.size(); ++i)
-    if (labels[i] >= num_classes)
+    if (labels[i] < 0 || labels[i] >= num_classes)
       throw DataError(origin + ": sample " + std::to_string(i) + " has label " +
                       std::to_string(labels[i]) + ", but labels must be in 0.." +
                       std::to_string(num_classes - 1));
@@ -121,7 +120,8 @@ Dataset Dataset::head(std::int64_t n) const {
 
 Dataset Dataset::gather(std::span<const std::int64_t> indices, std::string origin) const {
   if (is_encoded()) {
-    std::vector<std::uint8_t> bytes, labels(indices.size());
+    std::vector<std::uint8_t> bytes;
+    std::vector<Label> labels(indices.size());
     std::vector<std::uint64_t> offsets{0};
     for (std::size_t k = 0; k < indices.size(); ++k) {
       const std::int64_t i = indices[k];
@@ -137,7 +137,8 @@ Dataset Dataset::gather(std::span<const std::int64_t> indices, std::string origi
                    std::move(labels));
   }
   const auto bytes = static_cast<std::size_t>(image_bytes());
-  std::vector<std::uint8_t> pixels(indices.size() * bytes), labels(indices.size());
+  std::vector<std::uint8_t> pixels(indices.size() * bytes);
+  std::vector<Label> labels(indices.size());
   for (std::size_t k = 0; k < indices.size(); ++k) {
     const std::int64_t i = indices[k];
     if (i < 0 || i >= n_)

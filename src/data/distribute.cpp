@@ -87,8 +87,12 @@ Dataset broadcast_dataset(const std::function<Dataset()>& read, comm::Communicat
   check(MPI_Comm_split(MPI_COMM_WORLD, node_rank == 0 ? 0 : MPI_UNDEFINED, world_rank, &leaders),
         "MPI_Comm_split");
 
+  // The labels after the pixels, at an offset aligned for them.
   const std::size_t pixel_bytes = static_cast<std::size_t>(hdr.n * hdr.c * hdr.h * hdr.w);
-  const std::size_t bytes = pixel_bytes + static_cast<std::size_t>(hdr.n);
+  const std::size_t label_offset =
+      (pixel_bytes + alignof(Label) - 1) / alignof(Label) * alignof(Label);
+  const std::size_t label_bytes = static_cast<std::size_t>(hdr.n) * sizeof(Label);
+  const std::size_t bytes = label_offset + label_bytes;
   auto shared = std::make_shared<SharedWindow>();
   void* base = nullptr;
   check(MPI_Win_allocate_shared(node_rank == 0 ? static_cast<MPI_Aint>(bytes) : 0, 1, MPI_INFO_NULL,
@@ -102,7 +106,7 @@ Dataset broadcast_dataset(const std::function<Dataset()>& read, comm::Communicat
   if (node_rank == 0) {
     if (rank == 0) {
       std::memcpy(p, local->pixels().data(), pixel_bytes);
-      std::memcpy(p + pixel_bytes, local->labels().data(), static_cast<std::size_t>(hdr.n));
+      std::memcpy(p + label_offset, local->labels().data(), label_bytes);
       local.reset();  // rank 0 too keeps only the shared copy
     }
     comm::MpiComm between_nodes(leaders, options);
@@ -117,7 +121,8 @@ Dataset broadcast_dataset(const std::function<Dataset()>& read, comm::Communicat
   MPI_Comm_free(&node);
   return Dataset(hdr.text, hdr.n, hdr.c, hdr.h, hdr.w, static_cast<int>(hdr.classes), shared,
                  std::span<const std::uint8_t>(p, pixel_bytes),
-                 std::span<const std::uint8_t>(p + pixel_bytes, static_cast<std::size_t>(hdr.n)));
+                 std::span<const Label>(reinterpret_cast<const Label*>(p + label_offset),
+                                        static_cast<std::size_t>(hdr.n)));
 }
 
 }  // namespace

@@ -143,11 +143,11 @@ Dataset read_idx(const fs::path& images, const fs::path& labels, int num_classes
                       ") is out of range; expected 0.." + std::to_string(num_classes - 1));
     }
   }
-  lf.bytes.erase(lf.bytes.begin(), lf.bytes.begin() + 8);
+  std::vector<Label> label_values(lf.bytes.begin() + 8, lf.bytes.end());
   imf.bytes.erase(imf.bytes.begin(), imf.bytes.begin() + 16);
   return Dataset(quoted(images), 1, static_cast<std::int64_t>(rows),
                  static_cast<std::int64_t>(cols), num_classes, std::move(imf.bytes),
-                 std::move(lf.bytes));
+                 std::move(label_values));
 }
 
 namespace {

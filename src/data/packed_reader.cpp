@@ -94,10 +94,9 @@ Dataset read_packed(const fs::path& file) {
   const h5::File f = packed::detail::open_for_reading(file);
   const auto n = static_cast<std::uint64_t>(h.samples);
   const auto classes = static_cast<std::int64_t>(h.classes.size());
-  if (classes > 256)
-    throw DataError(quoted(file) + ": " + std::to_string(classes) +
-                    " classes; training from a packed file held in memory supports at most 256 "
-                    "classes for now");
+  if (classes > kMaxClasses)
+    throw DataError(quoted(file) + ": " + std::to_string(classes) + " classes (at most " +
+                    std::to_string(kMaxClasses) + ")");
 
   check_dims(file, kLabels, packed::detail::dims_of(f, file, kLabels), {n});
   std::vector<std::int32_t> labels32(n);
@@ -105,14 +104,12 @@ Dataset read_packed(const fs::path& file) {
   if (const auto crc = crc32_of(bytes_of(labels32)); crc != h.labels_crc32)
     throw corrupt(
         file, "the labels have CRC32 " + hex(crc) + " but the file records " + hex(h.labels_crc32));
-  std::vector<std::uint8_t> labels(n);
-  for (std::uint64_t i = 0; i < n; ++i) {
+  for (std::uint64_t i = 0; i < n; ++i)
     if (labels32[i] < 0 || labels32[i] >= classes)
       throw DataError(quoted(file) + ": sample " + std::to_string(i) + " has label " +
                       std::to_string(labels32[i]) + ", but the file names " +
                       std::to_string(classes) + " classes");
-    labels[i] = static_cast<std::uint8_t>(labels32[i]);
-  }
+  std::vector<Label>& labels = labels32;
 
   const auto crc_dims = packed::detail::dims_of(f, file, kChunkCrc);
   std::vector<std::uint8_t> pixels;

@@ -224,9 +224,9 @@ PackedStream::PackedStream(const fs::path& file, StreamOptions opt,
   const h5::QuietErrors quiet;
   m.f = packed::detail::open_for_reading(file);
   const auto classes = static_cast<std::int64_t>(h.classes.size());
-  if (classes > 256)
-    throw DataError(quoted(file) + ": " + std::to_string(classes) +
-                    " classes; training from a packed file supports at most 256 classes for now");
+  if (classes > kMaxClasses)
+    throw DataError(quoted(file) + ": " + std::to_string(classes) + " classes (at most " +
+                    std::to_string(kMaxClasses) + ")");
   if (h.encoding == Encoding::encoded && !h.fixed_size())
     throw DataError(quoted(file) +
                     ": its images do not share one size, and training needs one; pack it with "
@@ -275,7 +275,7 @@ PackedStream::PackedStream(const fs::path& file, StreamOptions opt,
     samples.resize(n);
     for (std::uint64_t i = 0; i < n; ++i) samples[i] = static_cast<std::int64_t>(i);
   }
-  std::vector<std::uint8_t> labels(samples.size());
+  std::vector<Label> labels(samples.size());
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const std::int64_t s = samples[i];
     if (s < 0 || s >= h.samples)
@@ -286,7 +286,7 @@ PackedStream::PackedStream(const fs::path& file, StreamOptions opt,
       throw DataError(quoted(file) + ": sample " + std::to_string(s) + " has label " +
                       std::to_string(l) + ", but the file names " + std::to_string(classes) +
                       " classes");
-    labels[i] = static_cast<std::uint8_t>(l);
+    labels[i] = l;
   }
   m.samples = std::move(samples);
 
@@ -303,7 +303,7 @@ PackedStream::PackedStream(const fs::path& file, StreamOptions opt,
   // The labels live in a buffer the view's owner keeps alongside the stream's state.
   struct Owner {
     std::shared_ptr<Impl> impl;
-    std::vector<std::uint8_t> labels;
+    std::vector<Label> labels;
   };
   auto owner = std::make_shared<Owner>(Owner{impl_, std::move(labels)});
   const auto count = static_cast<std::int64_t>(m.samples.size());

@@ -51,7 +51,7 @@ Dataset limit_samples(const Dataset& ds, std::int64_t limit, const std::string& 
 
 int classes_present(const Dataset& ds) {
   std::vector<bool> seen(static_cast<std::size_t>(ds.num_classes()), false);
-  for (const std::uint8_t l : ds.labels()) seen[l] = true;
+  for (const Label l : ds.labels()) seen[static_cast<std::size_t>(l)] = true;
   return static_cast<int>(std::count(seen.begin(), seen.end(), true));
 }
 

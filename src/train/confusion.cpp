@@ -10,15 +10,23 @@
 namespace ddp::train {
 
 Confusion::Confusion(std::int64_t classes)
-    : classes_(classes), counts_(static_cast<std::size_t>(classes * classes), 0) {}
+    : classes_(classes),
+      matrix_(classes <= kMatrixClasses),
+      counts_(static_cast<std::size_t>(matrix_ ? classes * classes : 2 * classes), 0) {}
 
-void Confusion::add(const float* logits, const std::uint8_t* labels, std::int64_t n) {
+void Confusion::add(const float* logits, const std::int32_t* labels, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     const float* row = logits + i * classes_;
     std::int64_t best = 0;
     for (std::int64_t c = 1; c < classes_; ++c)
       if (row[c] > row[best]) best = c;
-    ++counts_[static_cast<std::size_t>(labels[i] * classes_ + best)];
+    const std::int64_t truth = labels[i];
+    if (matrix_) {
+      ++counts_[static_cast<std::size_t>(truth * classes_ + best)];
+    } else {
+      counts_[static_cast<std::size_t>(truth)] += best == truth;
+      ++counts_[static_cast<std::size_t>(classes_ + truth)];
+    }
   }
 }
 
@@ -26,7 +34,12 @@ void Confusion::allreduce(comm::Communicator& comm) {
   if (comm.size() > 1) comm.allreduce_sum(std::span<std::int64_t>(counts_));
 }
 
+std::int64_t Confusion::correct(std::int64_t truth) const {
+  return matrix_ ? count(truth, truth) : counts_[static_cast<std::size_t>(truth)];
+}
+
 std::int64_t Confusion::samples(std::int64_t truth) const {
+  if (!matrix_) return counts_[static_cast<std::size_t>(classes_ + truth)];
   std::int64_t n = 0;
   for (std::int64_t p = 0; p < classes_; ++p) n += count(truth, p);
   return n;
@@ -34,7 +47,7 @@ std::int64_t Confusion::samples(std::int64_t truth) const {
 
 double Confusion::accuracy(std::int64_t truth) const {
   const auto n = samples(truth);
-  return n > 0 ? static_cast<double>(count(truth, truth)) / static_cast<double>(n) : 0.0;
+  return n > 0 ? static_cast<double>(correct(truth)) / static_cast<double>(n) : 0.0;
 }
 
 std::string Confusion::json_fields(const std::vector<std::string>& names) const {
@@ -44,14 +57,27 @@ std::string Confusion::json_fields(const std::vector<std::string>& names) const 
     per_class.push_back({{"class", names.at(static_cast<std::size_t>(t))},
                          {"accuracy", accuracy(t)},
                          {"samples", samples(t)}});
+    if (!matrix_) continue;
     auto row = nlohmann::json::array();
     for (std::int64_t p = 0; p < classes_; ++p) row.push_back(count(t, p));
     matrix.push_back(std::move(row));
   }
-  return ", \"per_class\": " + per_class.dump() + ", \"confusion\": " + matrix.dump();
+  std::string out = ", \"per_class\": " + per_class.dump();
+  if (matrix_) out += ", \"confusion\": " + matrix.dump();
+  return out;
 }
 
 std::string Confusion::csv(const std::vector<std::string>& names) const {
+  if (!matrix_) {
+    std::string out = "class,correct,samples,accuracy\n";
+    for (std::int64_t t = 0; t < classes_; ++t) {
+      char acc[32];
+      std::snprintf(acc, sizeof acc, "%.6f", accuracy(t));
+      out += io::csv_field(names.at(static_cast<std::size_t>(t))) + "," +
+             std::to_string(correct(t)) + "," + std::to_string(samples(t)) + "," + acc + "\n";
+    }
+    return out;
+  }
   std::string out = "true\\predicted";
   for (std::int64_t p = 0; p < classes_; ++p) {
     out += ',';
@@ -76,7 +102,7 @@ std::string Confusion::table(const std::vector<std::string>& names) const {
   for (std::int64_t t = 0; t < classes_; ++t) {
     char line[96];
     std::snprintf(line, sizeof line, " %7.2f%%  (%lld/%lld)\n", 100.0 * accuracy(t),
-                  static_cast<long long>(count(t, t)), static_cast<long long>(samples(t)));
+                  static_cast<long long>(correct(t)), static_cast<long long>(samples(t)));
     const auto& name = names.at(static_cast<std::size_t>(t));
     out += "  " + name + std::string(width - name.size(), ' ') + line;
   }

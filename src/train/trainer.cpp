@@ -683,7 +683,7 @@ EvalResult Trainer::evaluate(std::vector<float>* all_logits) {
   e.confusion = Confusion(classes);
   if (all_logits) all_logits->assign(static_cast<std::size_t>(test_.size() * classes), 0.0f);
   std::vector<float> host_logits;
-  std::vector<std::uint8_t> labels;
+  std::vector<std::int32_t> labels;
   std::int64_t counts[2] = {0, 0};  // correct, samples
   while (auto b = feed_->take()) {
     const Tensor x =

@@ -20,10 +20,11 @@ using test_util::pattern_dataset;
 
 // n samples of 1x2x2 in `classes` blocks: labels 0,0,..,1,1,.. (as a class-sorted file holds them).
 Dataset class_ordered(std::int64_t n, int classes) {
-  Bytes px, lb;
+  Bytes px;
+  std::vector<Label> lb;
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int64_t p = 0; p < 4; ++p) px.push_back(pattern(i, 0, p / 2, p % 2));
-    lb.push_back(static_cast<std::uint8_t>(i * classes / n));
+    lb.push_back(static_cast<Label>(i * classes / n));
   }
   return Dataset("sorted.h5", 1, 2, 2, classes, std::move(px), std::move(lb));
 }

@@ -120,12 +120,13 @@ inline Bytes idx_labels(std::uint32_t n) {
 // A small in-memory dataset of n images c x h x w with pattern pixels and labels i % classes.
 inline Dataset pattern_dataset(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
                                int classes = 10) {
-  Bytes px, lb;
+  Bytes px;
+  std::vector<data::Label> lb;
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int64_t ch = 0; ch < c; ++ch)
       for (std::int64_t y = 0; y < h; ++y)
         for (std::int64_t x = 0; x < w; ++x) px.push_back(pattern(i, ch, y, x));
-    lb.push_back(static_cast<std::uint8_t>(i % classes));
+    lb.push_back(static_cast<data::Label>(i % classes));
   }
   return Dataset("pattern dataset", c, h, w, classes, std::move(px), std::move(lb));
 }

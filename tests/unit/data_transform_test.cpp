@@ -65,7 +65,8 @@ const Normalization kNorm{{0.1f, 0.2f, 0.3f}, {0.5f, 0.25f, 2.0f}};
 
 TEST(DataNormalization, HandCheckedStatistics) {
   // Channel 0: {0, 255, 0, 255} -> mean 0.5, std 0.5. Channel 1: {51, 51, 102, 102} -> 0.3, 0.1.
-  const Dataset ds("hand", 2, 1, 2, 2, Bytes{0, 255, 51, 51, 0, 255, 102, 102}, Bytes{0, 1});
+  const Dataset ds("hand", 2, 1, 2, 2, Bytes{0, 255, 51, 51, 0, 255, 102, 102},
+                   std::vector<Label>{0, 1});
   const Normalization n = compute_normalization(ds);
   ASSERT_EQ(n.mean.size(), 2u);
   ASSERT_EQ(n.std.size(), 2u);
@@ -76,7 +77,7 @@ TEST(DataNormalization, HandCheckedStatistics) {
 }
 
 TEST(DataNormalization, EmptyDatasetIsAnError) {
-  const Dataset ds("nothing", 1, 2, 2, 10, Bytes{}, Bytes{});
+  const Dataset ds("nothing", 1, 2, 2, 10, Bytes{}, std::vector<Label>{});
   EXPECT_THAT(data_error_of([&] { compute_normalization(ds); }), HasSubstr("no samples"));
 }
 
@@ -216,7 +217,7 @@ TEST(DataAugment, CropAndFlipFollowTorchvisionSemantics) {
 TEST(DataAugment, PaddingIsBlackBeforeNormalisation) {
   // A padding far larger than the 3x3 image: most crops are all padding, whose value must be
   // (0 - mean) / std, the normalised black pixel.
-  const Dataset ds("grey", 1, 3, 3, 2, Bytes(9 * 20, 200), Bytes(20, 1));
+  const Dataset ds("grey", 1, 3, 3, 2, Bytes(9 * 20, 200), std::vector<Label>(20, 1));
   const Normalization n{{0.4f}, {0.2f}};
   Augmentation aug;
   aug.random_crop = true;

@@ -1,5 +1,6 @@
 #pragma once
-// An in-memory image classification dataset: uint8 pixels, NCHW, one uint8 label per image.
+// An in-memory image classification dataset: uint8 pixels, NCHW, one int32 label per image (any
+// number of classes: ImageNet's 1,000 or more).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -8,26 +9,30 @@
 
 namespace ddp::data {
 
+using Label = std::int32_t;
+// A sanity bound on data sets' class counts (a model's output layer has one logit per class).
+inline constexpr int kMaxClasses = 1 << 24;
+
 class Dataset {
  public:
   Dataset() = default;
-  // Takes ownership of pixels (n*c*h*w bytes) and labels (n bytes). Throws DataError when sizes
+  // Takes ownership of pixels (n*c*h*w bytes) and labels (n of them). Throws DataError when sizes
   // disagree or a label is >= num_classes (naming `origin`, e.g. the file).
   Dataset(std::string origin, std::int64_t c, std::int64_t h, std::int64_t w, int num_classes,
-          std::vector<std::uint8_t> pixels, std::vector<std::uint8_t> labels);
+          std::vector<std::uint8_t> pixels, std::vector<Label> labels);
 
   // Views memory owned by `owner` (e.g. an MPI shared-memory window holding a dataset that another
   // rank read and validated): no copy, no re-validation.
   Dataset(std::string origin, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
           int num_classes, std::shared_ptr<const void> owner, std::span<const std::uint8_t> pixels,
-          std::span<const std::uint8_t> labels);
+          std::span<const Label> labels);
 
   // A set of encoded JPEG/PNG samples of any size (an `encoded` packed file whose images vary):
   // sample i is bytes [offsets[i], offsets[i+1]) of `bytes`. height() and width() are 0: the loader
   // decodes each sample and resizes it to data.train_size / data.eval_crop (sized_transform.hpp).
   static Dataset encoded(std::string origin, std::int64_t c, int num_classes,
                          std::vector<std::uint8_t> bytes, std::vector<std::uint64_t> offsets,
-                         std::vector<std::uint8_t> labels);
+                         std::vector<Label> labels);
   bool is_encoded() const { return !offsets_.empty(); }
   std::span<const std::uint8_t> encoded_sample(std::int64_t i) const {
     const auto b = offsets_[static_cast<std::size_t>(i)];
@@ -43,12 +48,12 @@ class Dataset {
   int num_classes() const { return num_classes_; }
 
   std::span<const std::uint8_t> pixels() const { return pixels_; }
-  std::span<const std::uint8_t> labels() const { return labels_; }
+  std::span<const Label> labels() const { return labels_; }
   std::span<const std::uint8_t> image(std::int64_t i) const {
     return pixels_.subspan(static_cast<std::size_t>(i * image_bytes()),
                            static_cast<std::size_t>(image_bytes()));
   }
-  std::uint8_t label(std::int64_t i) const { return labels_[static_cast<std::size_t>(i)]; }
+  Label label(std::int64_t i) const { return labels_[static_cast<std::size_t>(i)]; }
 
   // The first n samples (a cheap view sharing storage), for data.train_limit / data.test_limit.
   Dataset head(std::int64_t n) const;
@@ -62,7 +67,7 @@ class Dataset {
   int num_classes_ = 0;
   std::shared_ptr<const void> owner_;  // keeps pixel/label storage alive for views
   std::span<const std::uint8_t> pixels_;
-  std::span<const std::uint8_t> labels_;
+  std::span<const Label> labels_;
   std::span<const std::uint64_t> offsets_;  // encoded sets only: n + 1 byte offsets into pixels_
 };
 
