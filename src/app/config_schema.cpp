@@ -270,6 +270,12 @@ const std::vector<ConfigKey>& config_keys() {
        .help = "streaming (data.cache_mb > 0): loader threads per split reading and decoding "
                "chunks ahead of the trainer (0 = the rank's spare CPUs, 1..8)",
        .range = at_least(0)},
+      {DDP_KEY(data, shuffle_window),
+       .help = "streaming (data.cache_mb > 0): 0 = shuffle all samples every epoch; N > 0 = "
+               "visit the file's chunks in a random order, N at a time, shuffling the samples of "
+               "those N chunks (with a cache of N chunks each chunk is read once an epoch; the "
+               "order, and so the result, depends on N)",
+       .range = at_least(0)},
       {DDP_KEY(data, prefetch), .help = "prepare the next batch on a background thread"},
       {DDP_KEY(data, distribute),
        .help = "each-reads = every rank reads the files; broadcast = rank 0 reads, the data "

@@ -45,7 +45,8 @@ CLI::App* add_eval_command(CLI::App& app, EvalCommand& cmd) {
       ->required()
       ->check(CLI::ExistingFile);
   eval->add_option("--output-dir", cmd.output_dir,
-                   "where confusion.csv is written (default: the snapshot's directory)");
+                   "where confusion.csv (per_class.csv beyond 256 classes) is written "
+                   "(default: the snapshot's directory)");
   eval->add_option("--dump-logits", cmd.dump_logits,
                    "also write every test sample's logits to this CSV file (index, label, "
                    "predicted, logit_0...)");

@@ -161,7 +161,7 @@ std::string confusion_table(const ReportData& d) {
   t << "<section id=\"confusion\"><h2>Confusion matrix</h2>";
   if (d.confusion.empty()) {
     t << "<p class=\"note\">This run's metrics hold no confusion matrix (an evaluation writes "
-         "one).</p></section>";
+         "one for up to 256 classes).</p></section>";
     return t.str();
   }
   std::int64_t largest = 1;

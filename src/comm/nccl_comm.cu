@@ -377,6 +377,9 @@ struct NcclCommImpl::Impl {
     const CollectiveInfo info = begin(std::move(kind), bytes);
     const auto start = Clock::now();
     const bool device_buffer = on_device(data);
+    // Managed memory may be read by the host right after the call: it waits then.
+    const bool stream_wait =
+        device_buffer && device_order && options.abort_job_on_stall && !managed(data);
     void* buffer = data;
     if (device_buffer) {
       cuda_check(cudaEventRecord(ready, compute), "cudaEventRecord");
@@ -401,8 +404,7 @@ struct NcclCommImpl::Impl {
       free_events.push_back(done);
       cuda_fail(recorded, "cudaEventRecord");
     }
-    // Managed memory may be read by the host right after the call: it waits.
-    if (device_buffer && device_order && options.abort_job_on_stall && !managed(data)) {
+    if (stream_wait) {
       const cudaError_t e = cudaStreamWaitEvent(compute, done, 0);
       if (e != cudaSuccess) {
         free_events.push_back(done);

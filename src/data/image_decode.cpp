@@ -52,7 +52,7 @@ DDP_ALSO_AVX2 Image to_planar(const std::vector<std::uint8_t>& hwc, std::int64_t
     }
     return img;
   }
-  if (c == stride_c) {  // one channel
+  if (c == 1 && stride_c == 1) {
     std::copy(hwc.begin(), hwc.begin() + plane * c, img.pixels.begin());
     return img;
   }

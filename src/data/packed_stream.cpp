@@ -386,6 +386,18 @@ std::int64_t PackedStream::file_samples() const {
   return impl_->h.samples;
 }
 
+std::vector<std::int64_t> PackedStream::chunk_of_samples() const {
+  const Impl& m = *impl_;
+  std::vector<std::int64_t> out(m.samples.size());
+  std::vector<std::int64_t> ks;
+  for (std::size_t i = 0; i < m.samples.size(); ++i) {
+    ks.clear();
+    m.chunks_of(static_cast<std::int64_t>(i), ks);
+    out[i] = ks.empty() ? 0 : ks.front();
+  }
+  return out;
+}
+
 std::int64_t PackedStream::chunks_read() const {
   const std::lock_guard lk(impl_->mu);
   return impl_->reads;

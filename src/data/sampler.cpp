@@ -51,6 +51,11 @@ void validate(const SamplerOptions& opt) {
                       std::to_string(opt.world_size) + " rank(s) (valid: 0.." +
                       std::to_string(opt.world_size - 1) + ")");
   }
+  if (opt.shuffle && opt.shuffle_window > 0 && std::ssize(opt.chunks) != opt.dataset_size) {
+    throw ConfigError("sampler: a chunk-windowed shuffle needs each sample's chunk (" +
+                      std::to_string(opt.chunks.size()) + " for " +
+                      std::to_string(opt.dataset_size) + " samples)");
+  }
   if (!opt.shares.empty() && std::ssize(opt.shares) != opt.world_size) {
     throw ConfigError("sampler: " + std::to_string(opt.shares.size()) + " rank shares for " +
                       std::to_string(opt.world_size) + " rank(s)");
@@ -138,6 +143,44 @@ std::vector<std::int64_t> epoch_order(std::int64_t n, std::uint64_t seed, std::u
   return order;
 }
 
+std::vector<std::int64_t> epoch_order_by_chunks(std::span<const std::int64_t> chunk_of,
+                                                std::int64_t window, std::uint64_t seed,
+                                                std::uint64_t epoch) {
+  if (window < 1)
+    throw ConfigError("epoch_order_by_chunks: window = " + std::to_string(window) +
+                      " must be >= 1");
+  // The samples of each chunk, in index order; the chunks in ascending order.
+  std::vector<std::pair<std::int64_t, std::int64_t>> by_chunk;  // (chunk, index)
+  by_chunk.reserve(chunk_of.size());
+  for (std::size_t i = 0; i < chunk_of.size(); ++i)
+    by_chunk.emplace_back(chunk_of[i], static_cast<std::int64_t>(i));
+  std::sort(by_chunk.begin(), by_chunk.end());
+  std::vector<std::size_t> starts;  // where each chunk's samples begin in by_chunk
+  for (std::size_t i = 0; i < by_chunk.size(); ++i)
+    if (i == 0 || by_chunk[i].first != by_chunk[i - 1].first) starts.push_back(i);
+  starts.push_back(by_chunk.size());
+  const std::size_t chunks = starts.size() - 1;
+  std::vector<std::size_t> visit(chunks);
+  std::iota(visit.begin(), visit.end(), std::size_t{0});
+  CounterRng rng(hash_words(seed, static_cast<std::uint64_t>(RngStream::shuffle), epoch, 1));
+  for (std::size_t i = chunks; i-- > 1;)
+    std::swap(visit[i], visit[static_cast<std::size_t>(rng.next_below(i + 1))]);
+  std::vector<std::int64_t> order;
+  order.reserve(chunk_of.size());
+  const auto w = static_cast<std::size_t>(window);
+  for (std::size_t first = 0; first < chunks; first += w) {
+    const std::size_t begin = order.size();
+    for (std::size_t k = first; k < std::min(first + w, chunks); ++k)
+      for (std::size_t s = starts[visit[k]]; s < starts[visit[k] + 1]; ++s)
+        order.push_back(by_chunk[s].second);
+    CounterRng in(hash_words(seed, static_cast<std::uint64_t>(RngStream::shuffle), epoch,
+                             2 + static_cast<std::uint64_t>(first / w)));
+    for (std::size_t i = order.size() - begin; i-- > 1;)
+      std::swap(order[begin + i], order[begin + static_cast<std::size_t>(in.next_below(i + 1))]);
+  }
+  return order;
+}
+
 std::int64_t steps_per_epoch(const SamplerOptions& opt) {
   validate(opt);
   const std::int64_t n = opt.dataset_size, g = opt.global_batch;
@@ -156,7 +199,9 @@ std::vector<std::int64_t> global_batch_sizes(const SamplerOptions& opt) {
 std::vector<RankBatch> epoch_batches(const SamplerOptions& opt, std::uint64_t epoch) {
   const std::int64_t steps = steps_per_epoch(opt);  // validates
   const std::vector<std::int64_t> order =
-      epoch_order(opt.dataset_size, opt.seed, epoch, opt.shuffle);
+      opt.shuffle && opt.shuffle_window > 0
+          ? epoch_order_by_chunks(opt.chunks, opt.shuffle_window, opt.seed, epoch)
+          : epoch_order(opt.dataset_size, opt.seed, epoch, opt.shuffle);
   const std::vector<std::int64_t> shares = shares_of(opt);
   const auto r = static_cast<std::size_t>(opt.rank);
   std::vector<RankBatch> batches(static_cast<std::size_t>(steps));

@@ -13,7 +13,14 @@
 namespace ddp::data {
 
 bool streamed(const Options& d) {
-  if (d.cache_mb <= 0) return false;
+  if (d.cache_mb <= 0) {
+    if (d.shuffle_window > 0)
+      throw ConfigError("data.shuffle_window = " + std::to_string(d.shuffle_window) +
+                        " orders a streamed file's chunks; this run holds its data in memory "
+                        "(data.cache_mb = 0), where a full shuffle costs nothing: set "
+                        "data.shuffle_window = 0");
+    return false;
+  }
   if (d.dataset != "packed")
     throw ConfigError("data.cache_mb = " + std::to_string(d.cache_mb) +
                       " streams packed files only; data.dataset = '" + d.dataset +

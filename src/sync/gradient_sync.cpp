@@ -122,6 +122,8 @@ void GradientSync::finish() {
     if (const auto acc = accumulated(); !acc.empty())
       model_.backend().add(static_cast<std::int64_t>(grads.size()), acc.data(), grads.data());
     if (communicates_) {
+      // Host-timed: the whole wait with MPI; with NCCL in training only the enqueueing (the
+      // compute stream waits; the trainer times that on the device, DeviceStepTimer).
       const auto t0 = std::chrono::steady_clock::now();
       comm_.allreduce_sum(grads);
       stats_.exposed_s += seconds_since(t0);

@@ -114,6 +114,7 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
         data::open_split_stream(d, data::Split::test, cfg_.train.seed, backend::compute_threads());
     train_ = train_stream_->view();
     test_ = test_stream_->view();
+    if (d.shuffle_window > 0) train_chunks_ = train_stream_->chunk_of_samples();
   } else {
     train_ = data::load_distributed(d, data::Split::train, comm_);
     test_ = data::load_distributed(d, data::Split::test, comm_);
@@ -264,6 +265,8 @@ data::SamplerOptions Trainer::sampler_options() const {
   so.drop_last = cfg_.train.drop_last;
   so.seed = cfg_.train.seed;
   so.shares = shares_;
+  so.shuffle_window = cfg_.data.shuffle_window;
+  so.chunks = train_chunks_;
   return so;
 }
 
@@ -434,7 +437,8 @@ void Trainer::train_step(const data::Batch& batch) {
   }
   if (step_timer_) step_timer_->backward_done();
   // Waits for every rank's gradients (the sum over all ranks and micro-batches); on a GPU the
-  // compute stream waits, not the host (with comm.overlap; without it the host waits here).
+  // compute stream waits, not the host (NCCL in training orders its blocking all-reduce of device
+  // memory the same way, so comm.overlap = false does not make the host wait either).
   {
     const TraceSpan wait(trace_.get(), "gradient wait", global_step_);
     sync_->finish();

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Streaming a packed file (data.cache_mb > 0) trains bitwise the weights of holding it in memory:
 # 1 rank and 2 ranks, 1 or 3 loader threads, a cache of one chunk (every batch re-reads chunks)
-# or a few, with augmentation and a random data.train_limit subset; the evaluations agree.
+# or a few, with augmentation and a random data.train_limit subset; the evaluations agree. With
+# data.shuffle_window, the loader threads and the cache size change nothing either.
 # data.normalize = "dataset" is refused (it needs every image up front). A chunk corrupted in the file is found while streaming: the error names the file, the chunk and
 # its samples.
 source "$(dirname "$0")/lib.sh"
@@ -59,6 +60,26 @@ fi
 grep -q 'data.normalize = "dataset" reads every training image up front' "$WORK/norm.log" ||
   { cat "$WORK/norm.log"; fail "the error does not say why data.normalize = dataset cannot stream"; }
 
+# data.shuffle_window: chunk by chunk, in windows of 2 chunks. Its own order (not mem1's), but
+# the same weights whatever the loader threads, on 1 rank and on 2 (the order is the same on
+# every rank: data_sampler_test.cpp); an order that differs from the full shuffle's (so the key
+# did something); refused without streaming.
+run win1 1 --data.cache_mb 6 --data.workers 1 --data.shuffle_window 2
+run win1w3 1 --data.cache_mb 6 --data.workers 3 --data.shuffle_window 2
+run win2 2 --data.cache_mb 6 --data.workers 2 --data.shuffle_window 2
+run win2w1 2 --data.cache_mb 4 --data.workers 1 --data.shuffle_window 2
+same win1 win1w3
+same win2 win2w1
+if "$PY" "$SRC/tests/integration/pack/same_weights.py" "$WORK/mem1/snapshot_e0002.h5" \
+    "$WORK/win1/snapshot_e0002.h5" > /dev/null 2>&1; then
+  fail "data.shuffle_window = 2 trained the full shuffle's weights: the window changed nothing"
+fi
+if "$BIN" "${common[@]}" --run-dir "$WORK/winmem" --data.shuffle_window 2 > "$WORK/winmem.log" 2>&1; then
+  fail "data.shuffle_window was accepted for a file held in memory"
+fi
+grep -q "data.shuffle_window = 2 orders a streamed file's chunks" "$WORK/winmem.log" ||
+  { cat "$WORK/winmem.log"; fail "the error does not say that data.shuffle_window needs streaming"; }
+
 # Corrupt one byte of chunk 2 of the training images (the file's own chunk table says where).
 "$PY" - "$WORK/train.h5" << 'PYEOF'
 import sys
@@ -76,4 +97,4 @@ if mpirun_local -np 1 "$BIN" "${common[@]}" --run-dir "$WORK/bad" --data.cache_m
 fi
 grep -q "train.h5'*: chunk 2 of 5 (samples 1364..2045) has CRC32 .* the file is corrupt" "$WORK/bad.log" ||
   { cat "$WORK/bad.log"; fail "the error does not name the file, the chunk and its samples"; }
-pass "streamed training == in-memory training bitwise (1 and 2 ranks, 1-3 loader threads); a corrupt chunk is named"
+pass "streamed training == in-memory training bitwise (1 and 2 ranks, 1-3 loader threads); chunk-windowed shuffles agree across ranks and threads; a corrupt chunk is named"

@@ -225,6 +225,7 @@ void expect_same_gradients(const std::vector<nn::LayerSpec>& layers, std::int64_
           ranges.push_back({m.layer(i).name(), m.grad_range(i)});
   }
   ASSERT_EQ(grads[0].size(), grads[1].size());
+  ASSERT_FALSE(ranges.empty()) << "no layer with parameters: nothing compared";
   double total_diff = 0, total_norm = 0;
   for (const auto& [name, r] : ranges) {
     double scale = 0, worst = 0, diff2 = 0, norm2 = 0;
@@ -281,6 +282,7 @@ TEST(CudaModel, ResidualAndDepthwiseNetworksStepsMatchCpu) {
   for (std::size_t i = 0; i < c.buffers.size(); ++i)
     EXPECT_NEAR(g.buffers[i], c.buffers[i], 1e-4 * (1.0 + std::abs(c.buffers[i])))
         << "running statistic " << i;
+  ASSERT_EQ(c.params.size(), g.params.size());
   double diff2 = 0, step2 = 0;
   for (std::size_t i = 0; i < c.params.size(); ++i) {
     const double dc = static_cast<double>(c.params[i]) - c.initial[i];

@@ -222,6 +222,16 @@ TEST_F(CudaNccl, DeviceAllreduceInTrainingIsAStreamWait) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     open = true;
   });
+  // Opens the gate and joins the releaser however this scope is left (a throwing all-reduce too):
+  // the stream's host function reads `open`, which must outlive it.
+  struct Release {
+    std::atomic<bool>& open;
+    std::thread& t;
+    ~Release() {
+      open = true;
+      if (t.joinable()) t.join();
+    }
+  } release{open, releaser};
   comm_->allreduce_sum(std::span<double>(static_cast<double*>(d.data()), n));
   const bool returned_while_shut = !open.load();
   open = true;

@@ -16,9 +16,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::array<int, 256> class_counts(const Dataset& ds) {
-  std::array<int, 256> counts{};
-  for (std::uint8_t l : ds.labels()) ++counts[l];
+std::vector<int> class_counts(const Dataset& ds) {
+  std::vector<int> counts(static_cast<std::size_t>(ds.num_classes()), 0);
+  for (const Label l : ds.labels()) ++counts[static_cast<std::size_t>(l)];
   return counts;
 }
 

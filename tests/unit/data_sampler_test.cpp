@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include "ddp/data/sampler.hpp"
 #include "ddp/error.hpp"
@@ -35,6 +36,60 @@ TEST(DataSampler, EpochOrderChangesWithEpochAndSeed) {
   EXPECT_NE(e0, epoch_order(1000, 2, 0, true));
   EXPECT_EQ(epoch_order(1000, 1, 0, false), iota(1000));
   EXPECT_EQ(epoch_order(1000, 9, 7, false), iota(1000));
+}
+
+// data.shuffle_window: chunks in a random order, the samples of each window of N chunks shuffled
+// among themselves. Chunks as a random data.train_limit subset leaves them: uneven, out of order.
+TEST(DataSampler, ChunkWindowOrderReadsEachWindowsChunksTogether) {
+  std::vector<std::int64_t> chunk_of;
+  for (std::int64_t i = 0; i < 1000; ++i) chunk_of.push_back((i * 7919) % 1000 / 37);  // 28 chunks
+  for (const std::int64_t window : {1, 3, 28, 100}) {
+    SCOPED_TRACE("window " + std::to_string(window));
+    const auto a = epoch_order_by_chunks(chunk_of, window, 5, 2);
+    auto sorted = a;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, iota(1000));                                // every sample once
+    EXPECT_EQ(a, epoch_order_by_chunks(chunk_of, window, 5, 2));  // deterministic
+    EXPECT_NE(a, epoch_order_by_chunks(chunk_of, window, 5, 3));  // another epoch, another order
+    EXPECT_NE(a, epoch_order_by_chunks(chunk_of, window, 6, 2));
+    // Walking the order, a window's chunks are all met before the next window's: the chunks seen
+    // so far, counted at each window boundary, are a multiple of the window (or all of them).
+    std::set<std::int64_t> seen, window_chunks;
+    std::size_t done = 0;
+    for (const std::int64_t i : a) {
+      const std::int64_t k = chunk_of[static_cast<std::size_t>(i)];
+      if (!window_chunks.count(k) && std::ssize(window_chunks) == window) {
+        for (const auto c : window_chunks) EXPECT_FALSE(seen.count(c)) << "chunk " << c << " again";
+        seen.insert(window_chunks.begin(), window_chunks.end());
+        window_chunks.clear();
+        ++done;
+      }
+      EXPECT_FALSE(seen.count(k)) << "chunk " << k << " comes back after its window";
+      window_chunks.insert(k);
+    }
+    EXPECT_EQ(done, static_cast<std::size_t>((28 + window - 1) / window - 1));
+    if (window == 1) {  // within one chunk the samples are shuffled, not in index order
+      EXPECT_FALSE(std::is_sorted(a.begin(), a.begin() + 30));
+    }
+  }
+  // The sampler takes it with shuffle and a window; ranks together still see each sample once.
+  SamplerOptions so;
+  so.dataset_size = 1000;
+  so.global_batch = 64;
+  so.world_size = 2;
+  so.seed = 5;
+  so.shuffle_window = 3;
+  so.chunks = chunk_of;
+  std::vector<std::int64_t> all;
+  for (int r = 0; r < 2; ++r) {
+    so.rank = r;
+    for (const auto& b : epoch_batches(so, 2))
+      all.insert(all.end(), b.indices.begin(), b.indices.end());
+  }
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, iota(1000));
+  so.chunks.pop_back();
+  EXPECT_THROW(epoch_batches(so, 2), ConfigError);
 }
 
 TEST(DataSampler, EpochOrderLooksUniform) {

@@ -20,7 +20,7 @@ TEST(Confusion, CountsTruthAgainstTheFirstLargestLogit) {
       0, 0, 9,  // -> 2
       3, 1, 2,  // -> 0
   };
-  const std::uint8_t labels[] = {1, 1, 2, 2};
+  const std::int32_t labels[] = {1, 1, 2, 2};
   c.add(logits, labels, 4);
   EXPECT_EQ(c.count(1, 1), 1);
   EXPECT_EQ(c.count(1, 0), 1);
@@ -35,7 +35,7 @@ TEST(Confusion, CountsTruthAgainstTheFirstLargestLogit) {
 TEST(Confusion, JsonFieldsAndCsvCarryTheNames) {
   Confusion c(2);
   const float logits[] = {0, 1, 1, 0, 0, 1};
-  const std::uint8_t labels[] = {1, 0, 0};
+  const std::int32_t labels[] = {1, 0, 0};
   c.add(logits, labels, 3);
   const std::vector<std::string> names = {"T-shirt, \"top\"", "Bag"};
   const auto j = nlohmann::json::parse("{\"x\": 1" + c.json_fields(names) + "}");
@@ -48,6 +48,34 @@ TEST(Confusion, JsonFieldsAndCsvCarryTheNames) {
             "true\\predicted,\"T-shirt, \"\"top\"\"\",Bag\n"
             "\"T-shirt, \"\"top\"\"\",1,1\n"
             "Bag,0,1\n");
+}
+
+// Beyond kMatrixClasses (ImageNet's 1,000): each class's correct and total counts, the same
+// per-class accuracy, no matrix in the metrics, and a per-class CSV.
+TEST(Confusion, ManyClassesKeepPerClassCountsOnly) {
+  const std::int64_t k = 1000;
+  Confusion c(k);
+  EXPECT_FALSE(c.has_matrix());
+  EXPECT_TRUE(Confusion(Confusion::kMatrixClasses).has_matrix());
+  std::vector<float> logits(3 * k, 0.0f);
+  logits[0 * k + 999] = 1;  // truth 999 -> 999
+  logits[1 * k + 5] = 1;    // truth 999 -> 5
+  logits[2 * k + 300] = 1;  // truth 300 -> 300
+  const std::int32_t labels[] = {999, 999, 300};
+  c.add(logits.data(), labels, 3);
+  EXPECT_EQ(c.samples(999), 2);
+  EXPECT_EQ(c.correct(999), 1);
+  EXPECT_DOUBLE_EQ(c.accuracy(999), 0.5);
+  EXPECT_DOUBLE_EQ(c.accuracy(300), 1.0);
+  EXPECT_EQ(c.samples(5), 0);
+  std::vector<std::string> names;
+  for (std::int64_t i = 0; i < k; ++i) names.push_back("n" + std::to_string(i));
+  const auto j = nlohmann::json::parse("{\"x\": 1" + c.json_fields(names) + "}");
+  EXPECT_EQ(j["per_class"].size(), 1000u);
+  EXPECT_FALSE(j.contains("confusion"));
+  const std::string csv = c.csv(names);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "class,correct,samples,accuracy");
+  EXPECT_NE(csv.find("\nn999,1,2,0.500000\n"), std::string::npos);
 }
 
 TEST(Confusion, EvaluatedEpochRowsCarryPerClassResults) {

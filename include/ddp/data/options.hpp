@@ -39,6 +39,10 @@ struct Options {
   // Streaming: loader threads per split reading, checking and decoding chunks (0 = the CPUs this
   // rank may use beyond its compute threads, at least 1, at most 8).
   std::int64_t workers = 0;
+  // Streaming: 0 = a full shuffle every epoch; N > 0 = shuffle chunk by chunk (the file's chunks in
+  // a random order, the samples of each N consecutive ones shuffled among themselves), so a cache
+  // of N chunks reads each chunk once an epoch (sampler.hpp, epoch_order_by_chunks).
+  std::int64_t shuffle_window = 0;
   bool prefetch = true;  // prepare the next batch on a background thread
   // each-reads: every rank reads the files (shared filesystem); broadcast: rank 0 reads them and
   // sends them over MPI, held once per node in MPI shared memory.

@@ -53,6 +53,8 @@ class PackedStream {
 
   // The samples in the file (view() may serve a subset of them).
   std::int64_t file_samples() const;
+  // For each dataset index, the chunk its sample starts in (data.shuffle_window's order).
+  std::vector<std::int64_t> chunk_of_samples() const;
   // Chunks read from the file so far (tests: the cache and prefetch work).
   std::int64_t chunks_read() const;
 

@@ -20,6 +20,10 @@ struct SamplerOptions {
   // Each rank's weight in the split of every global batch (world_size values, each > 0), usually
   // the slice sizes of the configured global batch; empty: equal.
   std::vector<std::int64_t> shares;
+  // With shuffle: a window > 0 and each sample's chunk (dataset_size values) order the epoch by
+  // epoch_order_by_chunks instead of a full permutation.
+  std::int64_t shuffle_window = 0;
+  std::vector<std::int64_t> chunks;
 };
 
 struct RankBatch {
@@ -31,6 +35,14 @@ struct RankBatch {
 // Permutation of [0, n) from (seed, epoch); identity when shuffle is false.
 std::vector<std::int64_t> epoch_order(std::int64_t n, std::uint64_t seed, std::uint64_t epoch,
                                       bool shuffle);
+
+// A shuffle that reads a chunked file (packed_stream.hpp) one window of chunks at a time: the
+// distinct chunks of `chunk_of` (each dataset index's chunk) in a random order from (seed,
+// epoch); then, `window` chunks at a time, the samples of those chunks in a random order among
+// themselves. Every sample once; a function of (seed, epoch, window, the chunk layout) only.
+std::vector<std::int64_t> epoch_order_by_chunks(std::span<const std::int64_t> chunk_of,
+                                                std::int64_t window, std::uint64_t seed,
+                                                std::uint64_t epoch);
 
 // How g samples split over ranks weighted by `weights` (each > 0): integers summing to g, each
 // rank's exact quota g * w / sum(w) rounded down, and the samples left over going one each to the

@@ -142,6 +142,7 @@ class Trainer {
   data::Dataset train_, test_;
   // data.cache_mb > 0: the streams train_ and test_ view (null when the data is in memory).
   std::shared_ptr<data::PackedStream> train_stream_, test_stream_;
+  std::vector<std::int64_t> train_chunks_;  // data.shuffle_window > 0: each sample's chunk
   std::string subset_note_;  // start-up lines of data.train_limit / test_limit subsets
   data::Normalization norm_;
   std::vector<std::string> class_names_;

@@ -198,7 +198,10 @@ DeviceQueue::EventId Context::new_event(bool timing) {
 }
 void Context::release_event(DeviceQueue::EventId e) {
   (void)event(e);  // checks the id
-  spare_events_[event_timing_[static_cast<std::size_t>(e)] ? 1 : 0].push_back(e);
+  auto& spare = spare_events_[event_timing_[static_cast<std::size_t>(e)] ? 1 : 0];
+  if (std::find(spare.begin(), spare.end(), e) != spare.end())
+    throw Error("internal: CUDA event " + std::to_string(e) + " released twice");
+  spare.push_back(e);
 }
 cudaEvent_t Context::event(DeviceQueue::EventId e) const {
   if (e < 0 || static_cast<std::size_t>(e) >= events_.size())
