@@ -32,7 +32,9 @@
 // (CommOptions, DDP_COMM_TIMEOUT_S) aborts the communicator, is reported as "collective #K (...)
 // did not complete within T s" (NCCL cannot say which ranks did not arrive), and then either ends
 // the job with MPI_Abort (default: the scheduler frees the nodes) or throws ddp::SystemError
-// (abort_job_on_stall = false, for tests). DDP_FAULT_STALL_RANK/AT work as for MpiComm.
+// (abort_job_on_stall = false, for tests). DDP_FAULT_STALL_RANK/AT work as for MpiComm. The
+// clock starts when the host enqueues the collective; in training the host runs at most ~3 steps
+// ahead of the device (the batch feed's slots), so the timeout must exceed ~3 steps.
 #include <mpi.h>
 
 #include <cstdint>
