@@ -6,6 +6,7 @@
 # 1e-5, the float summation order; another subset moves them by far more).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pack/find_python.sh"
+source "$(dirname "$0")/pack/pack_npy.sh"
 find_python numpy
 "$PY" - "$WORK" << 'PYEOF'
 import sys
@@ -21,11 +22,7 @@ for split, n in (("train", 2000), ("test", 1000)):
     np.save("%s/%s_x.npy" % (out, split), x)
     np.save("%s/%s_y.npy" % (out, split), labels)
 PYEOF
-for split in train test; do
-  "$BIN" pack --format npy --input "$WORK/${split}_x.npy,$WORK/${split}_y.npy" \
-    --output "$WORK/$split.h5" > "$WORK/pack_$split.log" 2>&1 ||
-    { cat "$WORK/pack_$split.log"; fail "pack $split failed"; }
-done
+pack_npy_splits "$WORK"
 common=(--config "$SRC/configs/fashion_mnist.toml" --data.dataset packed
         --data.train_file "$WORK/train.h5" --data.test_file "$WORK/test.h5"
         --data.train_limit 300 --data.test_limit 100 --train.epochs 1 --runtime.threads 1

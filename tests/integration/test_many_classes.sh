@@ -6,6 +6,7 @@
 # counts are the test set's label counts (read here with numpy).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pack/find_python.sh"
+source "$(dirname "$0")/pack/pack_npy.sh"
 find_python numpy h5py
 classes=300
 "$PY" - "$WORK" "$classes" << 'PYEOF'
@@ -20,11 +21,7 @@ for split, n in (("train", 1800), ("test", 900)):
     np.save("%s/%s_x.npy" % (out, split), x)
     np.save("%s/%s_y.npy" % (out, split), labels)
 PYEOF
-for split in train test; do
-  "$BIN" pack --format npy --input "$WORK/${split}_x.npy,$WORK/${split}_y.npy" \
-    --output "$WORK/$split.h5" > "$WORK/pack_$split.log" 2>&1 ||
-    { cat "$WORK/pack_$split.log"; fail "pack $split failed"; }
-done
+pack_npy_splits "$WORK"
 common=(--model.preset lenet --data.dataset packed --data.train_file "$WORK/train.h5"
         --data.test_file "$WORK/test.h5" --train.epochs 1 --train.batch_size 60
         --runtime.threads 1 --train.seed 5)

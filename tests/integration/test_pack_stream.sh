@@ -7,6 +7,7 @@
 # its samples.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pack/find_python.sh"
+source "$(dirname "$0")/pack/pack_npy.sh"
 find_python numpy h5py
 "$PY" - "$WORK" << 'PYEOF'
 import sys
@@ -22,11 +23,7 @@ for split, n in (("train", 3000), ("test", 700)):
     np.save("%s/%s_x.npy" % (out, split), x)
     np.save("%s/%s_y.npy" % (out, split), labels)
 PYEOF
-for split in train test; do
-  "$BIN" pack --format npy --input "$WORK/${split}_x.npy,$WORK/${split}_y.npy" \
-    --output "$WORK/$split.h5" > "$WORK/pack_$split.log" 2>&1 ||
-    { cat "$WORK/pack_$split.log"; fail "pack $split failed"; }
-done
+pack_npy_splits "$WORK"
 # 3x32x32 images: 682 samples per ~2 MiB chunk, so the training file has 5 chunks.
 common=(--model.preset lenet --data.dataset packed --data.train_file "$WORK/train.h5"
         --data.test_file "$WORK/test.h5" --data.train_limit 2000 --data.augment true
