@@ -46,13 +46,14 @@ int main(int argc, char** argv) {
     opt.normalize = "config";
     opt.mean = {0.485, 0.456, 0.406};
     opt.std = {0.229, 0.224, 0.225};
-    const ddp::data::Dataset ds = ddp::data::read_dataset(opt, ddp::data::Split::train);
+    const ddp::data::SampleSet ds = ddp::data::read_dataset(opt, ddp::data::Split::train);
     if (!ds.is_encoded())
       throw ddp::ConfigError("'" + file +
                              "' is decoded when read (raw, or encoded with one image size): the "
                              "loader would not decode; pack images of varying sizes, encoded");
     const ddp::data::Normalization norm{{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}};
-    ddp::data::BatchLoader loader(ds, norm, ddp::data::train_augmentation(opt),
+    const ddp::data::InMemoryDataset held(ds);
+    ddp::data::BatchLoader loader(held, norm, ddp::data::train_augmentation(opt),
                                   static_cast<std::uint64_t>(seed), batch, /*prefetch=*/true);
     using Clock = std::chrono::steady_clock;
     // CPU seconds of the whole process (the loader thread does the work; the main thread waits):

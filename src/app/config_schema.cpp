@@ -276,6 +276,12 @@ const std::vector<ConfigKey>& config_keys() {
                "those N chunks (with a cache of N chunks each chunk is read once an epoch; the "
                "order, and so the result, depends on N)",
        .range = at_least(0)},
+      {DDP_KEY(data, cache),
+       .help = "streaming (data.cache_mb > 0): rank = each rank caches chunks of its own; node = "
+               "hold the whole split once per node in shared memory when it fits in the node's "
+               "ranks x data.cache_mb (read by rank 0 and sent over MPI, as data.distribute = "
+               "broadcast does), else stream per rank and say so",
+       .choices = {"rank", "node"}},
       {DDP_KEY(data, prefetch), .help = "prepare the next batch on a background thread"},
       {DDP_KEY(data, distribute),
        .help = "each-reads = every rank reads the files; broadcast = rank 0 reads, the data "

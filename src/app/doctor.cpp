@@ -131,7 +131,7 @@ void examine_device(const Config& cfg, const runtime::Runtime& rt,
   me.device_name = c.name;
 }
 
-std::string crc_hex(const data::Dataset& a, const data::Dataset& b) {
+std::string crc_hex(const data::SampleSet& a, const data::SampleSet& b) {
   uLong crc = crc32(0L, Z_NULL, 0);
   for (const auto* d : {&a, &b}) {
     for (const auto span : {std::as_bytes(d->pixels()), std::as_bytes(d->labels())}) {

@@ -13,7 +13,7 @@ namespace ddp::app {
 namespace {
 
 // "index,label,predicted,logit_0,..." then one row per test sample in dataset order.
-std::string logits_csv(const std::vector<float>& logits, const data::Dataset& test,
+std::string logits_csv(const std::vector<float>& logits, const data::SampleSet& test,
                        std::int64_t classes) {
   std::string out = "index,label,predicted";
   for (std::int64_t c = 0; c < classes; ++c) out += ",logit_" + std::to_string(c);

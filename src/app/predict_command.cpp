@@ -107,11 +107,11 @@ int run_predict(const PredictCommand& cmd, const Config& cfg, int world_size, st
     pixels.insert(pixels.end(), img.pixels.begin(), img.pixels.end());
   }
   std::vector<data::Label> no_labels(files.size(), 0);
-  const data::Dataset images =
-      sized ? data::Dataset::encoded("predict inputs", c, static_cast<int>(classes),
-                                     std::move(pixels), std::move(offsets), std::move(no_labels))
-            : data::Dataset("predict inputs", c, h, w, static_cast<int>(classes), std::move(pixels),
-                            std::move(no_labels));
+  const data::SampleSet images =
+      sized ? data::SampleSet::encoded("predict inputs", c, static_cast<int>(classes),
+                                       std::move(pixels), std::move(offsets), std::move(no_labels))
+            : data::SampleSet("predict inputs", c, h, w, static_cast<int>(classes),
+                              std::move(pixels), std::move(no_labels));
   // data.normalize = dataset needs the training set's statistics (as training computed them).
   const auto norm = data::training_normalization(cfg.data, c, cfg.train.seed);
 

@@ -69,8 +69,8 @@ std::int64_t count_records(const fs::path& root, const fs::path& file, const Cif
   return static_cast<std::int64_t>(size / rec);
 }
 
-Dataset read_cifar(const fs::path& root, const std::vector<std::string>& names,
-                   const CifarFormat& f, Split split) {
+SampleSet read_cifar(const fs::path& root, const std::vector<std::string>& names,
+                     const CifarFormat& f, Split split) {
   detail::require_directory(root, f.name, f.listing);
   std::vector<fs::path> files;
   std::vector<std::int64_t> counts;
@@ -121,13 +121,13 @@ Dataset read_cifar(const fs::path& root, const std::vector<std::string>& names,
   }
   std::string origin =
       f.name + (split == Split::train ? " train" : " test") + " set in " + quoted(root);
-  return Dataset(std::move(origin), kChannels, kSide, kSide, f.num_classes, std::move(pixels),
-                 std::move(labels));
+  return SampleSet(std::move(origin), kChannels, kSide, kSide, f.num_classes, std::move(pixels),
+                   std::move(labels));
 }
 
 }  // namespace
 
-Dataset read_cifar10(const fs::path& root, Split split) {
+SampleSet read_cifar10(const fs::path& root, Split split) {
   const CifarFormat f{.name = "CIFAR-10",
                       .label_bytes = 1,
                       .num_classes = 10,
@@ -147,7 +147,7 @@ Dataset read_cifar10(const fs::path& root, Split split) {
   return read_cifar(root, names, f, split);
 }
 
-Dataset read_cifar100(const fs::path& root, Split split) {
+SampleSet read_cifar100(const fs::path& root, Split split) {
   const CifarFormat f{
       .name = "CIFAR-100",
       .label_bytes = 2,

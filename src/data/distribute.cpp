@@ -17,10 +17,11 @@ namespace {
 // What rank 0 tells everyone before the bytes: the shape, or the reason it could not read.
 struct Header {
   std::int64_t ok = 0, n = 0, c = 0, h = 0, w = 0, classes = 0;
-  char text[1024] = {};  // origin, or the error message
+  std::int64_t encoded = 0, bytes = 0;  // images of varying sizes, kept encoded: their bytes
+  char text[1024] = {};                 // origin, or the error message
 };
 
-// Owns an MPI shared-memory window (and the node communicator) for the lifetime of every Dataset
+// Owns an MPI shared-memory window (and the node communicator) for the lifetime of every SampleSet
 // viewing it. MPI_Win_free is collective over the node; all ranks drop their datasets together.
 struct SharedWindow {
   MPI_Win win = MPI_WIN_NULL;
@@ -42,19 +43,25 @@ comm::CommOptions options_of(const comm::Communicator& world) {
   return o;
 }
 
-Dataset broadcast_dataset(const std::function<Dataset()>& read, comm::Communicator& world) {
+std::size_t aligned(std::size_t offset, std::size_t alignment) {
+  return (offset + alignment - 1) / alignment * alignment;
+}
+
+}  // namespace
+
+SampleSet broadcast_samples(const std::function<SampleSet()>& read, comm::Communicator& world) {
   const int rank = world.rank();
   Header hdr;
-  std::optional<Dataset> local;
+  std::optional<SampleSet> local;
   std::string error;
   if (rank == 0) {
     try {
       local = read();
-      if (local->is_encoded())
-        throw DataError(local->origin() +
-                        ": its images vary in size; data.distribute = \"broadcast\" does not "
-                        "share such sets yet: use \"each-reads\"");
       hdr.ok = 1;
+      hdr.encoded = local->is_encoded() ? 1 : 0;
+      // An encoded head() view's bytes end at its last offset, before the buffer's end.
+      hdr.bytes =
+          static_cast<std::int64_t>(hdr.encoded ? local->offsets().back() : local->pixels().size());
       hdr.n = local->size();
       hdr.c = local->channels();
       hdr.h = local->height();
@@ -87,12 +94,13 @@ Dataset broadcast_dataset(const std::function<Dataset()>& read, comm::Communicat
   check(MPI_Comm_split(MPI_COMM_WORLD, node_rank == 0 ? 0 : MPI_UNDEFINED, world_rank, &leaders),
         "MPI_Comm_split");
 
-  // The labels after the pixels, at an offset aligned for them.
-  const std::size_t pixel_bytes = static_cast<std::size_t>(hdr.n * hdr.c * hdr.h * hdr.w);
-  const std::size_t label_offset =
-      (pixel_bytes + alignof(Label) - 1) / alignof(Label) * alignof(Label);
+  // The labels after the pixels (or encoded bytes), then an encoded set's offsets, each aligned.
+  const std::size_t pixel_bytes = static_cast<std::size_t>(hdr.bytes);
+  const std::size_t label_offset = aligned(pixel_bytes, alignof(Label));
   const std::size_t label_bytes = static_cast<std::size_t>(hdr.n) * sizeof(Label);
-  const std::size_t bytes = label_offset + label_bytes;
+  const std::size_t offsets_offset = aligned(label_offset + label_bytes, alignof(std::uint64_t));
+  const std::size_t offsets_count = hdr.encoded ? static_cast<std::size_t>(hdr.n) + 1 : 0;
+  const std::size_t bytes = offsets_offset + offsets_count * sizeof(std::uint64_t);
   auto shared = std::make_shared<SharedWindow>();
   void* base = nullptr;
   check(MPI_Win_allocate_shared(node_rank == 0 ? static_cast<MPI_Aint>(bytes) : 0, 1, MPI_INFO_NULL,
@@ -105,8 +113,11 @@ Dataset broadcast_dataset(const std::function<Dataset()>& read, comm::Communicat
   const comm::CommOptions options = options_of(world);
   if (node_rank == 0) {
     if (rank == 0) {
-      std::memcpy(p, local->pixels().data(), pixel_bytes);
+      std::memcpy(p, local->pixels().data(), pixel_bytes);  // offsets start at 0
       std::memcpy(p + label_offset, local->labels().data(), label_bytes);
+      if (hdr.encoded)
+        std::memcpy(p + offsets_offset, local->offsets().data(),
+                    offsets_count * sizeof(std::uint64_t));
       local.reset();  // rank 0 too keeps only the shared copy
     }
     comm::MpiComm between_nodes(leaders, options);
@@ -119,17 +130,33 @@ Dataset broadcast_dataset(const std::function<Dataset()>& read, comm::Communicat
   }
   if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
   MPI_Comm_free(&node);
-  return Dataset(hdr.text, hdr.n, hdr.c, hdr.h, hdr.w, static_cast<int>(hdr.classes), shared,
-                 std::span<const std::uint8_t>(p, pixel_bytes),
-                 std::span<const Label>(reinterpret_cast<const Label*>(p + label_offset),
-                                        static_cast<std::size_t>(hdr.n)));
+  const std::span<const Label> labels(reinterpret_cast<const Label*>(p + label_offset),
+                                      static_cast<std::size_t>(hdr.n));
+  if (hdr.encoded)
+    return SampleSet::encoded_view(
+        hdr.text, hdr.c, static_cast<int>(hdr.classes), shared,
+        std::span<const std::uint8_t>(p, pixel_bytes),
+        std::span<const std::uint64_t>(reinterpret_cast<const std::uint64_t*>(p + offsets_offset),
+                                       offsets_count),
+        labels);
+  return SampleSet(hdr.text, hdr.n, hdr.c, hdr.h, hdr.w, static_cast<int>(hdr.classes), shared,
+                   std::span<const std::uint8_t>(p, pixel_bytes), labels);
 }
 
-}  // namespace
+int ranks_on_node() {
+  int world_rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm node = MPI_COMM_NULL;
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node),
+        "MPI_Comm_split_type");
+  MPI_Comm_size(node, &size);
+  MPI_Comm_free(&node);
+  return size;
+}
 
-Dataset load_distributed(const Options& opt, Split split, comm::Communicator& world) {
+SampleSet load_distributed(const Options& opt, Split split, comm::Communicator& world) {
   if (opt.distribute == "broadcast")
-    return broadcast_dataset([&] { return read_dataset(opt, split); }, world);
+    return broadcast_samples([&] { return read_dataset(opt, split); }, world);
   if (opt.distribute == "each-reads") return read_dataset(opt, split);
   throw ConfigError("data.distribute = '" + opt.distribute + "': expected each-reads or broadcast");
 }

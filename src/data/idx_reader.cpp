@@ -100,7 +100,7 @@ IdxFile load(const fs::path& path, const char* what) {
 
 }  // namespace
 
-Dataset read_idx(const fs::path& images, const fs::path& labels, int num_classes) {
+SampleSet read_idx(const fs::path& images, const fs::path& labels, int num_classes) {
   if (num_classes < 1 || num_classes > 256) {
     throw DataError("read_idx: num_classes = " + std::to_string(num_classes) +
                     " is invalid; uint8 labels allow 1..256");
@@ -145,9 +145,9 @@ Dataset read_idx(const fs::path& images, const fs::path& labels, int num_classes
   }
   std::vector<Label> label_values(lf.bytes.begin() + 8, lf.bytes.end());
   imf.bytes.erase(imf.bytes.begin(), imf.bytes.begin() + 16);
-  return Dataset(quoted(images), 1, static_cast<std::int64_t>(rows),
-                 static_cast<std::int64_t>(cols), num_classes, std::move(imf.bytes),
-                 std::move(label_values));
+  return SampleSet(quoted(images), 1, static_cast<std::int64_t>(rows),
+                   static_cast<std::int64_t>(cols), num_classes, std::move(imf.bytes),
+                   std::move(label_values));
 }
 
 namespace {
@@ -166,7 +166,7 @@ fs::path find_idx(const fs::path& root, const std::string& prefix, const std::st
 
 }  // namespace
 
-Dataset read_mnist_dir(const fs::path& root, Split split) {
+SampleSet read_mnist_dir(const fs::path& root, Split split) {
   const std::string listing =
       "train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and "
       "t10k-labels-idx1-ubyte, raw or gzipped (.gz)";

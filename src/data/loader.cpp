@@ -18,19 +18,20 @@ namespace ddp::data {
 BatchLoader::BatchLoader(const Dataset& ds, Normalization norm, Augmentation aug,
                          std::uint64_t seed, std::int64_t max_batch, bool prefetch)
     : ds_(ds),
+      set_(ds.samples()),
       norm_(std::move(norm)),
       aug_(aug),
       seed_(seed),
       max_batch_(max_batch),
       prefetch_(prefetch) {
   // Reject bad settings here, on the caller's thread, rather than later from the worker.
-  detail::validate_transform(ds_, norm_, aug_);
+  detail::validate_transform(set_, norm_, aug_);
   if (max_batch_ < 1) {
     throw ConfigError("batch loader: max_batch = " + std::to_string(max_batch_) +
                       " must be at least 1");
   }
   for (Slot& s : slots_) {
-    s.images.resize(static_cast<std::size_t>(max_batch_ * output_sample_floats(ds_, aug_)));
+    s.images.resize(static_cast<std::size_t>(max_batch_ * output_sample_floats(set_, aug_)));
     s.labels.resize(static_cast<std::size_t>(max_batch_));
   }
   if (prefetch_) worker_ = std::thread(&BatchLoader::worker_loop, this);
@@ -55,10 +56,10 @@ void BatchLoader::start(std::vector<RankBatch> batches, std::uint64_t epoch) {
                       std::to_string(max_batch_) + " the loader was built for");
     }
     for (const std::int64_t idx : rb.indices) {
-      if (idx < 0 || idx >= ds_.size()) {
+      if (idx < 0 || idx >= set_.size()) {
         throw DataError("batch loader: batch " + std::to_string(b) + " holds sample index " +
-                        std::to_string(idx) + ", out of range for " + ds_.origin() + " (" +
-                        std::to_string(ds_.size()) + " samples)");
+                        std::to_string(idx) + ", out of range for " + set_.origin() + " (" +
+                        std::to_string(set_.size()) + " samples)");
       }
     }
   }
@@ -85,18 +86,14 @@ int BatchLoader::free_slot() const {
 
 void BatchLoader::fill(Slot& slot, const RankBatch& rb, const RankBatch* next,
                        std::uint64_t epoch) {
-  if (stream_) {
-    stream_->stage(rb.indices);
-    if (next) stream_->prefetch(next->indices);  // read while this batch is converted and used
-    struct Release {
-      PackedStream* s;
-      std::span<const std::int64_t> idx;
-      ~Release() { s->release(idx); }
-    } release{stream_, rb.indices};
-    fill_batch(ds_, rb.indices, norm_, aug_, seed_, epoch, slot.images.data(), slot.labels.data());
-  } else {
-    fill_batch(ds_, rb.indices, norm_, aug_, seed_, epoch, slot.images.data(), slot.labels.data());
-  }
+  ds_.stage(rb.indices);
+  if (next) ds_.prefetch(next->indices);  // read while this batch is converted and used
+  struct Release {
+    const Dataset& ds;
+    std::span<const std::int64_t> idx;
+    ~Release() { ds.release(idx); }
+  } release{ds_, rb.indices};
+  fill_batch(set_, rb.indices, norm_, aug_, seed_, epoch, slot.images.data(), slot.labels.data());
   slot.batch.size = static_cast<std::int64_t>(rb.indices.size());
   slot.batch.global_size = rb.global_size;
   slot.batch.global_offset = rb.global_offset;

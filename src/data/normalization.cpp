@@ -9,7 +9,7 @@
 
 namespace ddp::data {
 
-Normalization make_normalization(const Options& d, std::int64_t channels, const Dataset* train) {
+Normalization make_normalization(const Options& d, std::int64_t channels, const SampleSet* train) {
   const auto c = static_cast<std::size_t>(channels);
   if (d.normalize == "dataset") {
     if (!train) throw Error("internal: data.normalize = \"dataset\" needs the training set");

@@ -30,7 +30,7 @@ std::vector<std::string> class_names(const fs::path& names_file, int classes) {
 }  // namespace
 
 PackSource load_builtin(const std::string& format, const fs::path& root, Split split) {
-  Dataset ds;
+  SampleSet ds;
   std::vector<std::string> classes;
   const DatasetInfo& info = find_dataset(format);
   if (!info.builtin) throw ConfigError("internal: no built-in dataset '" + format + "'");

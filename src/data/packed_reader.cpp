@@ -88,7 +88,7 @@ std::vector<std::uint8_t> decode_all(const fs::path& file, const Header& h,
 
 }  // namespace
 
-Dataset read_packed(const fs::path& file) {
+SampleSet read_packed(const fs::path& file) {
   const Header h = read_header(file);
   const h5::QuietErrors quiet;
   const h5::File f = packed::detail::open_for_reading(file);
@@ -160,12 +160,12 @@ Dataset read_packed(const fs::path& file) {
     }
     // Images of varying sizes stay encoded: the loader decodes each to data.train_size.
     if (!h.fixed_size())
-      return Dataset::encoded(quoted(file), h.channels, static_cast<int>(classes),
-                              std::move(encoded), std::move(offsets), std::move(labels));
+      return SampleSet::encoded(quoted(file), h.channels, static_cast<int>(classes),
+                                std::move(encoded), std::move(offsets), std::move(labels));
     pixels = decode_all(file, h, encoded, offsets);
   }
-  return Dataset(quoted(file), h.channels, h.height, h.width, static_cast<int>(classes),
-                 std::move(pixels), std::move(labels));
+  return SampleSet(quoted(file), h.channels, h.height, h.width, static_cast<int>(classes),
+                   std::move(pixels), std::move(labels));
 }
 
 }  // namespace ddp::data

@@ -41,7 +41,11 @@ struct PackedStream::Impl {
   Header h;
   StreamOptions opt;
   std::vector<std::int64_t> samples;   // dataset index -> file sample
-  std::vector<std::uint64_t> offsets;  // encoded
+  std::vector<std::uint64_t> offsets;  // encoded: the file's byte offsets (samples + 1)
+  // Encoded images of varying sizes are served encoded: dataset sample i's bytes go to
+  // [view_offsets[i], view_offsets[i + 1]) of the view (no decode on staging).
+  bool keep_encoded = false;
+  std::vector<std::uint64_t> view_offsets;
   std::vector<std::uint32_t> crcs;
   std::int64_t chunks = 0;
   std::int64_t chunk_bytes = 0;  // the largest chunk's size in bytes
@@ -166,7 +170,15 @@ struct PackedStream::Impl {
   }
 
   std::uint8_t* slot(std::int64_t i) const {
-    return map + static_cast<std::size_t>(i * h.image_bytes());
+    return map + (keep_encoded ? view_offsets[static_cast<std::size_t>(i)]
+                               : static_cast<std::size_t>(i * h.image_bytes()));
+  }
+  // Sample i's byte range in the view.
+  std::pair<std::int64_t, std::int64_t> slot_range(std::int64_t i) const {
+    if (keep_encoded)
+      return {static_cast<std::int64_t>(view_offsets[static_cast<std::size_t>(i)]),
+              static_cast<std::int64_t>(view_offsets[static_cast<std::size_t>(i) + 1])};
+    return {i * h.image_bytes(), (i + 1) * h.image_bytes()};
   }
 
   // Writes dataset sample i into its place in the view.
@@ -181,15 +193,18 @@ struct PackedStream::Impl {
     }
     const auto b = static_cast<std::int64_t>(offsets[static_cast<std::size_t>(s)]);
     const auto e = static_cast<std::int64_t>(offsets[static_cast<std::size_t>(s) + 1]);
-    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(e - b));
+    std::vector<std::uint8_t> buffer;
+    if (!keep_encoded) buffer.resize(static_cast<std::size_t>(e - b));
+    std::uint8_t* bytes = keep_encoded ? slot(i) : buffer.data();
     for (std::int64_t k = b / h.chunk_bytes; k * h.chunk_bytes < e; ++k) {
       const Chunk c = get(k);  // a sample may span chunks
       const std::int64_t lo = std::max(b, k * h.chunk_bytes);
       const std::int64_t hi = std::min(e, k * h.chunk_bytes + static_cast<std::int64_t>(c->size()));
-      std::memcpy(bytes.data() + (lo - b), c->data() + (lo - k * h.chunk_bytes),
+      std::memcpy(bytes + (lo - b), c->data() + (lo - k * h.chunk_bytes),
                   static_cast<std::size_t>(hi - lo));
     }
-    const Image img = decode_image(bytes, quoted(file) + ": sample " + std::to_string(s),
+    if (keep_encoded) return;  // decoded by the loader's resized-crop transform
+    const Image img = decode_image(buffer, quoted(file) + ": sample " + std::to_string(s),
                                    static_cast<int>(h.channels));
     if (img.height != h.height || img.width != h.width)
       throw DataError(quoted(file) + ": sample " + std::to_string(s) + " is " +
@@ -227,10 +242,7 @@ PackedStream::PackedStream(const fs::path& file, StreamOptions opt,
   if (classes > kMaxClasses)
     throw DataError(quoted(file) + ": " + std::to_string(classes) + " classes (at most " +
                     std::to_string(kMaxClasses) + ")");
-  if (h.encoding == Encoding::encoded && !h.fixed_size())
-    throw DataError(quoted(file) +
-                    ": its images do not share one size, and training needs one; pack it with "
-                    "--encoding raw --size HxW");
+  m.keep_encoded = h.encoding == Encoding::encoded && !h.fixed_size();
   const auto n = static_cast<std::uint64_t>(h.samples);
   if (packed::detail::dims_of(m.f, file, kLabels) != std::vector<std::uint64_t>{n})
     throw corrupt(file, "dataset /labels does not hold one label per sample");
@@ -290,9 +302,16 @@ PackedStream::PackedStream(const fs::path& file, StreamOptions opt,
   }
   m.samples = std::move(samples);
 
+  std::size_t view_bytes = m.samples.size() * static_cast<std::size_t>(h.image_bytes());
+  if (m.keep_encoded) {
+    m.view_offsets.assign(1, 0);
+    for (const std::int64_t s : m.samples)
+      m.view_offsets.push_back(m.view_offsets.back() + m.offsets[static_cast<std::size_t>(s) + 1] -
+                               m.offsets[static_cast<std::size_t>(s)]);
+    view_bytes = m.view_offsets.back();
+  }
   // Address space only: MAP_NORESERVE pages cost nothing until stage() writes them.
-  m.map_bytes =
-      std::max<std::size_t>(1, m.samples.size() * static_cast<std::size_t>(h.image_bytes()));
+  m.map_bytes = std::max<std::size_t>(1, view_bytes);
   void* p = mmap(nullptr, m.map_bytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
@@ -307,15 +326,19 @@ PackedStream::PackedStream(const fs::path& file, StreamOptions opt,
   };
   auto owner = std::make_shared<Owner>(Owner{impl_, std::move(labels)});
   const auto count = static_cast<std::int64_t>(m.samples.size());
-  view_ = Dataset(quoted(file), count, h.channels, h.height, h.width, static_cast<int>(classes),
-                  owner, {m.map, static_cast<std::size_t>(count * h.image_bytes())}, owner->labels);
+  if (m.keep_encoded)
+    view_ = SampleSet::encoded_view(quoted(file), h.channels, static_cast<int>(classes), owner,
+                                    {m.map, view_bytes}, m.view_offsets, owner->labels);
+  else
+    view_ = SampleSet(quoted(file), count, h.channels, h.height, h.width, static_cast<int>(classes),
+                      owner, {m.map, view_bytes}, owner->labels);
 
   for (int t = 0; t < m.opt.workers; ++t) m.threads.emplace_back(&Impl::worker, &m);
 }
 
 PackedStream::~PackedStream() = default;
 
-void PackedStream::stage(std::span<const std::int64_t> indices) {
+void PackedStream::stage(std::span<const std::int64_t> indices) const {
   Impl& m = *impl_;
   const std::size_t n = indices.size();
   std::vector<std::exception_ptr> errors(n);
@@ -344,22 +367,23 @@ void PackedStream::stage(std::span<const std::int64_t> indices) {
     if (e) std::rethrow_exception(e);
 }
 
-void PackedStream::release(std::span<const std::int64_t> indices) {
+void PackedStream::release(std::span<const std::int64_t> indices) const {
   const Impl& m = *impl_;
   const auto page = static_cast<std::int64_t>(sysconf(_SC_PAGESIZE));
-  const std::int64_t ib = m.h.image_bytes();
   const auto base = reinterpret_cast<std::uintptr_t>(m.map);
   for (const std::int64_t i : indices) {
     // Whole pages only; a page shared with a neighbour is freed too (it is re-staged if needed).
-    const std::int64_t lo = (i * ib) / page * page;
-    const std::int64_t hi = std::min<std::int64_t>(((i + 1) * ib + page - 1) / page * page,
+    const auto [b, e] = m.slot_range(i);
+    if (e == b) continue;
+    const std::int64_t lo = b / page * page;
+    const std::int64_t hi = std::min<std::int64_t>((e + page - 1) / page * page,
                                                    static_cast<std::int64_t>(m.map_bytes));
     madvise(reinterpret_cast<void*>(base + static_cast<std::uintptr_t>(lo)),
             static_cast<std::size_t>(hi - lo), MADV_DONTNEED);
   }
 }
 
-void PackedStream::prefetch(std::span<const std::int64_t> indices) {
+void PackedStream::prefetch(std::span<const std::int64_t> indices) const {
   Impl& m = *impl_;
   std::vector<std::int64_t> ks;
   for (const std::int64_t i : indices) m.chunks_of(i, ks);
@@ -382,7 +406,7 @@ void PackedStream::prefetch(std::span<const std::int64_t> indices) {
   m.cv.notify_all();
 }
 
-std::int64_t PackedStream::file_samples() const {
+std::int64_t PackedStream::source_size() const {
   return impl_->h.samples;
 }
 

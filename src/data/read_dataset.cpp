@@ -6,11 +6,11 @@
 
 namespace ddp::data {
 
-Dataset read_dataset(const Options& opt, Split split) {
+SampleSet read_dataset(const Options& opt, Split split) {
   return find_dataset(opt.dataset).read(opt, split);
 }
 
-Dataset read_dataset(const std::string& name, const std::filesystem::path& root, Split split) {
+SampleSet read_dataset(const std::string& name, const std::filesystem::path& root, Split split) {
   Options opt;
   opt.dataset = name;
   opt.root = root.string();

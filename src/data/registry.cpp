@@ -19,7 +19,7 @@ const char* split_key(Split split) {
   return split == Split::train ? "data.train_file" : "data.test_file";
 }
 
-Dataset read_fashion(const Options& opt, Split split) {
+SampleSet read_fashion(const Options& opt, Split split) {
   std::error_code ec;
   const fs::path root = opt.root, debian = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(root, ec)) {
@@ -38,7 +38,7 @@ Dataset read_fashion(const Options& opt, Split split) {
   return read_mnist_dir(root, split);
 }
 
-Dataset read_packed_split(const Options& opt, Split split) {
+SampleSet read_packed_split(const Options& opt, Split split) {
   const std::string& file = split == Split::train ? opt.train_file : opt.test_file;
   if (file.empty())
     throw ConfigError(std::string(split_key(split)) +

@@ -15,18 +15,18 @@ namespace ddp::data::detail {
 
 namespace {
 
-Image stored_image(const Dataset& ds, std::int64_t idx) {
+Image stored_image(const SampleSet& ds, std::int64_t idx) {
   const auto px = ds.image(idx);
   return Image{ds.channels(), ds.height(), ds.width(), {px.begin(), px.end()}};
 }
 
-std::string sample_name(const Dataset& ds, std::int64_t idx) {
+std::string sample_name(const SampleSet& ds, std::int64_t idx) {
   return ds.origin() + ": sample " + std::to_string(idx);
 }
 
 }  // namespace
 
-void transform_sized_sample(const Dataset& ds, std::int64_t idx, const Normalization& norm,
+void transform_sized_sample(const SampleSet& ds, std::int64_t idx, const Normalization& norm,
                             const Augmentation& aug, std::uint64_t seed, std::uint64_t epoch,
                             float* out) {
   const std::int64_t S = aug.out_size;

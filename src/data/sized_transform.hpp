@@ -4,13 +4,13 @@
 // then normalise. Draws depend only on (seed, epoch, sample index).
 #include <cstdint>
 
-#include "ddp/data/dataset.hpp"
+#include "ddp/data/sample_set.hpp"
 #include "ddp/data/transform.hpp"
 
 namespace ddp::data::detail {
 
 // Writes sample `idx` as channels x out_size x out_size normalised floats into `out`.
-void transform_sized_sample(const Dataset& ds, std::int64_t idx, const Normalization& norm,
+void transform_sized_sample(const SampleSet& ds, std::int64_t idx, const Normalization& norm,
                             const Augmentation& aug, std::uint64_t seed, std::uint64_t epoch,
                             float* out);
 

@@ -34,8 +34,8 @@ std::vector<std::int64_t> random_subset(std::int64_t n, std::int64_t k, std::uin
   return order;
 }
 
-Dataset limit_samples(const Dataset& ds, std::int64_t limit, const std::string& pick,
-                      std::uint64_t seed, Split split) {
+SampleSet limit_samples(const SampleSet& ds, std::int64_t limit, const std::string& pick,
+                        std::uint64_t seed, Split split) {
   const char* key = split == Split::train ? "data.train_limit" : "data.test_limit";
   if (limit < 0)
     throw ConfigError(std::string(key) + " = " + std::to_string(limit) + " must be >= 0");
@@ -49,7 +49,7 @@ Dataset limit_samples(const Dataset& ds, std::int64_t limit, const std::string& 
                             std::to_string(seed) + ")");
 }
 
-int classes_present(const Dataset& ds) {
+int classes_present(const SampleSet& ds) {
   std::vector<bool> seen(static_cast<std::size_t>(ds.num_classes()), false);
   for (const Label l : ds.labels()) seen[static_cast<std::size_t>(l)] = true;
   return static_cast<int>(std::count(seen.begin(), seen.end(), true));

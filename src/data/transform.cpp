@@ -20,7 +20,7 @@ namespace detail {
 
 namespace {
 
-void check_entries(const Dataset& ds, const std::vector<float>& v, const char* name) {
+void check_entries(const SampleSet& ds, const std::vector<float>& v, const char* name) {
   if (v.size() != 1 && static_cast<std::int64_t>(v.size()) != ds.channels()) {
     throw DataError("normalisation " + std::string(name) + " has " + std::to_string(v.size()) +
                     " entries, but " + ds.origin() + " has " + std::to_string(ds.channels()) +
@@ -31,7 +31,7 @@ void check_entries(const Dataset& ds, const std::vector<float>& v, const char* n
 
 }  // namespace
 
-void validate_transform(const Dataset& ds, const Normalization& norm, const Augmentation& aug) {
+void validate_transform(const SampleSet& ds, const Normalization& norm, const Augmentation& aug) {
   check_entries(ds, norm.mean, "mean");
   check_entries(ds, norm.std, "std");
   for (std::size_t c = 0; c < norm.mean.size(); ++c) {
@@ -64,7 +64,7 @@ void validate_transform(const Dataset& ds, const Normalization& norm, const Augm
 
 }  // namespace detail
 
-Normalization compute_normalization(const Dataset& ds) {
+Normalization compute_normalization(const SampleSet& ds) {
   if (ds.size() == 0) {
     throw DataError("cannot compute the normalisation of " + ds.origin() + ": it has no samples");
   }
@@ -121,13 +121,13 @@ inline void fill(float* dst, std::int64_t n, float v) {
 
 }  // namespace
 
-std::int64_t output_sample_floats(const Dataset& ds, const Augmentation& aug) {
+std::int64_t output_sample_floats(const SampleSet& ds, const Augmentation& aug) {
   return aug.out_size > 0 ? ds.channels() * aug.out_size * aug.out_size : ds.image_bytes();
 }
 
-void fill_batch(const Dataset& ds, std::span<const std::int64_t> indices, const Normalization& norm,
-                const Augmentation& aug, std::uint64_t seed, std::uint64_t epoch, float* out,
-                std::int32_t* out_labels) {
+void fill_batch(const SampleSet& ds, std::span<const std::int64_t> indices,
+                const Normalization& norm, const Augmentation& aug, std::uint64_t seed,
+                std::uint64_t epoch, float* out, std::int32_t* out_labels) {
   detail::validate_transform(ds, norm, aug);
   if (aug.out_size > 0) {
     const std::int64_t floats = output_sample_floats(ds, aug);

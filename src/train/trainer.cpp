@@ -22,9 +22,9 @@
 #include "ddp/data/distribute.hpp"
 #include "ddp/data/loader.hpp"
 #include "ddp/data/normalization.hpp"
+#include "ddp/data/open_dataset.hpp"
 #include "ddp/data/readers.hpp"
 #include "ddp/data/sampler.hpp"
-#include "ddp/data/stream_split.hpp"
 #include "ddp/data/subset.hpp"
 #include "ddp/error.hpp"
 #include "ddp/nn/memory_estimate.hpp"
@@ -107,46 +107,37 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
   if (be_->device() != Device::cpu && comm.size() > 1 && !place.grad_comm)
     throw Error("internal: a GPU trainer over several ranks needs a device communicator (NCCL)");
   const auto& d = cfg_.data;
-  if (data::streamed(d)) {  // each rank reads its samples from disk as it trains (limits applied)
-    train_stream_ =
-        data::open_split_stream(d, data::Split::train, cfg_.train.seed, backend::compute_threads());
-    test_stream_ =
-        data::open_split_stream(d, data::Split::test, cfg_.train.seed, backend::compute_threads());
-    train_ = train_stream_->view();
-    test_ = test_stream_->view();
-    if (d.shuffle_window > 0) train_chunks_ = train_stream_->chunk_of_samples();
-  } else {
-    train_ = data::load_distributed(d, data::Split::train, comm_);
-    test_ = data::load_distributed(d, data::Split::test, comm_);
-  }
+  // In memory, shared per node or streamed from disk (limits applied): the loader reads each alike.
+  train_data_ = data::open_dataset(d, data::Split::train, cfg_.train.seed, comm_,
+                                   backend::compute_threads(), data_note_);
+  test_data_ = data::open_dataset(d, data::Split::test, cfg_.train.seed, comm_,
+                                  backend::compute_threads(), data_note_);
+  if (d.shuffle_window > 0) train_chunks_ = train_data_->chunk_of_samples();
   // A limited set says which samples it holds (start-up line): a subset of one class would score
   // a fake accuracy.
-  for (auto [set, limit, split, stream] :
-       {std::tuple{&train_, d.train_limit, data::Split::train, train_stream_.get()},
-        std::tuple{&test_, d.test_limit, data::Split::test, test_stream_.get()}}) {
-    const std::int64_t all = stream ? stream->file_samples() : set->size();
-    if (!stream) *set = data::limit_samples(*set, limit, d.limit_subset, cfg_.train.seed, split);
-    if (set->size() < all)
-      subset_note_ += "data subset: " + set->origin() + ", " +
-                      std::to_string(data::classes_present(*set)) + " of " +
-                      std::to_string(set->num_classes()) + " classes present\n";
-  }
+  for (const data::Dataset* set : {train_data_.get(), test_data_.get()})
+    if (set->samples().size() < set->source_size())
+      data_note_ += "data subset: " + set->samples().origin() + ", " +
+                    std::to_string(data::classes_present(set->samples())) + " of " +
+                    std::to_string(set->samples().num_classes()) + " classes present\n";
   // The model reads training-sized images; a test split of another size or class count would be
   // read out of bounds or scored against the wrong labels.
-  const auto dims = [](const data::Dataset& s) {
+  const auto dims = [](const data::SampleSet& s) {
     return std::to_string(s.channels()) + "x" + std::to_string(s.height()) + "x" +
            std::to_string(s.width()) + " in " + std::to_string(s.num_classes()) + " classes";
   };
   // With data.train_size both splits are resized to it, so only channels and classes must agree.
   const std::int64_t side = data::transform_output_side(d);
-  if (test_.channels() != train_.channels() || test_.num_classes() != train_.num_classes() ||
-      (side == 0 && (test_.height() != train_.height() || test_.width() != train_.width())))
+  if (test_set().channels() != train_set().channels() ||
+      test_set().num_classes() != train_set().num_classes() ||
+      (side == 0 &&
+       (test_set().height() != train_set().height() || test_set().width() != train_set().width())))
     throw DataError("data.root = '" + d.root + "' (" + d.dataset +
-                    "): the test split's images are " + dims(test_) +
-                    " but the training split's are " + dims(train_) +
+                    "): the test split's images are " + dims(test_set()) +
+                    " but the training split's are " + dims(train_set()) +
                     ": both splits must have the same channels, size and classes");
-  norm_ = data::make_normalization(d, train_.channels(), &train_);
-  class_names_ = data::class_names(d, train_.num_classes());
+  norm_ = data::make_normalization(d, train_set().channels(), &train_set());
+  class_names_ = data::class_names(d, train_set().num_classes());
 
   const std::int64_t world = comm_.size(), k = cfg_.train.accumulate;
   const auto rank = static_cast<std::size_t>(comm_.rank());
@@ -174,16 +165,16 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
   same_micro_count_ = cfg_.model.sync_batchnorm && world > 1;
   size_batches();
 
-  const Shape input{train_.channels(), side > 0 ? side : train_.height(),
-                    side > 0 ? side : train_.width()};
+  const Shape input{train_set().channels(), side > 0 ? side : train_set().height(),
+                    side > 0 ? side : train_set().width()};
   // Absurd sizes are refused here, naming the key, instead of ending in std::bad_alloc. A cap yet
   // to be measured is at least one sample.
   check_memory_fits(cfg_, input, rank_batch_, measure_cap ? 1 : micro_batch_, *be_);
-  model_ = std::make_unique<nn::Model>(cfg_.model.layers, input, train_.num_classes(), *be_);
-  loss_ = std::make_unique<nn::SoftmaxCrossEntropy>(*be_, train_.num_classes(),
+  model_ = std::make_unique<nn::Model>(cfg_.model.layers, input, train_set().num_classes(), *be_);
+  loss_ = std::make_unique<nn::SoftmaxCrossEntropy>(*be_, train_set().num_classes(),
                                                     cfg_.train.label_smoothing);
   // Evaluation scores the plain cross-entropy, without label smoothing.
-  eval_loss_ = std::make_unique<nn::SoftmaxCrossEntropy>(*be_, train_.num_classes(), 0.0);
+  eval_loss_ = std::make_unique<nn::SoftmaxCrossEntropy>(*be_, train_set().num_classes(), 0.0);
   model_->init_parameters(cfg_.train.seed);
   // Every replica starts from rank 0's weights (identical already by seed; this makes it a fact).
   sync::broadcast_state(comm_, *model_);
@@ -195,7 +186,7 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
     const auto est = nn::estimate_memory(cfg_.model.layers, input, *be_);
     const double f = sizeof(float);
     const double sample_bytes =
-        f * (est.activations_per_sample() + static_cast<double>(train_.num_classes()));
+        f * (est.activations_per_sample() + static_cast<double>(train_set().num_classes()));
     const double fixed_bytes = f * (2.0 * static_cast<double>(rank_batch_ * input.numel()) +
                                     static_cast<double>(model_->grads().size()));
     const auto free_bytes = static_cast<double>(be_->free_memory_bytes());
@@ -248,7 +239,7 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
   if (steps_per_epoch_ == 0)
     throw ConfigError("a global batch of " + std::to_string(global_batch_) +
                       " with train.drop_last leaves no step: the training set has only " +
-                      std::to_string(train_.size()) + " samples");
+                      std::to_string(train_set().size()) + " samples");
   sched_ = std::make_unique<optim::LrSchedule>(cfg_.schedule, cfg_.optim.lr, steps_per_epoch_,
                                                cfg_.train.epochs);
 }
@@ -257,7 +248,7 @@ Trainer::~Trainer() = default;
 
 data::SamplerOptions Trainer::sampler_options() const {
   data::SamplerOptions so;
-  so.dataset_size = train_.size();
+  so.dataset_size = train_set().size();
   so.global_batch = global_batch_;
   so.world_size = comm_.size();
   so.rank = comm_.rank();
@@ -325,7 +316,7 @@ void Trainer::size_batches() {
   // The configured global batch and the epoch's short last one: largest remainders can give a
   // rank more of a smaller batch.
   std::vector<std::int64_t> sizes = {global_batch_};
-  if (train_.size() > 0)
+  if (train_set().size() > 0)
     for (const auto g : data::global_batch_sizes(sampler_options())) sizes.push_back(g);
   for (const auto g : sizes) {
     const MicroBatchPlan p = step_plan(g);
@@ -483,8 +474,8 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, b
   batches.erase(batches.begin(),
                 batches.begin() + std::min<std::ptrdiff_t>(first_step, std::ssize(batches)));
   const data::Augmentation aug = data::train_augmentation(cfg_.data);
-  data::BatchLoader loader(train_, norm_, aug, cfg_.train.seed, rank_batch_, cfg_.data.prefetch);
-  loader.set_stream(train_stream_.get());
+  data::BatchLoader loader(*train_data_, norm_, aug, cfg_.train.seed, rank_batch_,
+                           cfg_.data.prefetch);
   loader.start(std::move(batches), static_cast<std::uint64_t>(epoch));
   feed_->begin(loader);
 
@@ -671,21 +662,20 @@ EvalResult Trainer::evaluate(std::vector<float>* all_logits) {
   // Each rank takes a contiguous shard of the test set sized by its share; no padding, so every
   // sample counts once.
   const std::int64_t batch = micro_batch_;
-  auto batches = data::eval_batches(test_.size(), comm_.size(), comm_.rank(), shares_, batch);
+  auto batches = data::eval_batches(test_set().size(), comm_.size(), comm_.rank(), shares_, batch);
   // The samples in the order the batches bring them: their labels and places for the confusion
   // matrix and the logits.
   std::vector<std::int64_t> order;
   for (const auto& rb : batches) order.insert(order.end(), rb.indices.begin(), rb.indices.end());
-  data::BatchLoader loader(test_, norm_, data::eval_augmentation(cfg_.data), cfg_.train.seed, batch,
-                           cfg_.data.prefetch);
-  loader.set_stream(test_stream_.get());
+  data::BatchLoader loader(*test_data_, norm_, data::eval_augmentation(cfg_.data), cfg_.train.seed,
+                           batch, cfg_.data.prefetch);
   loader.start(std::move(batches), 0);
   feed_->begin(loader);
   const Shape input = model_->input_shape();
-  const std::int64_t classes = train_.num_classes();
+  const std::int64_t classes = train_set().num_classes();
   EvalResult e;
   e.confusion = Confusion(classes);
-  if (all_logits) all_logits->assign(static_cast<std::size_t>(test_.size() * classes), 0.0f);
+  if (all_logits) all_logits->assign(static_cast<std::size_t>(test_set().size() * classes), 0.0f);
   std::vector<float> host_logits;
   std::vector<std::int32_t> labels;
   std::int64_t counts[2] = {0, 0};  // correct, samples
@@ -705,7 +695,7 @@ EvalResult Trainer::evaluate(std::vector<float>* all_logits) {
     labels.resize(static_cast<std::size_t>(b->size));
     for (std::int64_t i = 0; i < b->size; ++i)
       labels[static_cast<std::size_t>(i)] =
-          test_.label(order[static_cast<std::size_t>(counts[1] + i)]);
+          test_set().label(order[static_cast<std::size_t>(counts[1] + i)]);
     e.confusion.add(host, labels.data(), b->size);
     if (all_logits)
       for (std::int64_t i = 0; i < b->size; ++i)
@@ -993,9 +983,9 @@ TrainResult Trainer::train_run(RunRecord* record) {
     out_ << " rank " << r << " " << mem[2 * r] / 1024 << "/" << mem[2 * r + 1] / 1024
          << (r + 1 < w ? "," : "\n");
   out_ << "model:\n" << model_->summary() << "\n";
-  out_ << "data: " << train_.size() << " training / " << test_.size() << " test samples of "
-       << model_->input_shape()[0] << "x" << model_->input_shape()[1] << "x"
-       << model_->input_shape()[2] << ", " << train_.num_classes() << " classes; "
+  out_ << "data: " << train_set().size() << " training / " << test_set().size()
+       << " test samples of " << model_->input_shape()[0] << "x" << model_->input_shape()[1] << "x"
+       << model_->input_shape()[2] << ", " << train_set().num_classes() << " classes; "
        << steps_per_epoch_ << " steps per epoch, global batch " << global_batch_ << " (";
   // The slices the first epoch trains (a resume may bring the snapshot's, applied at its start).
   const auto& slices = pending_shares_.empty() ? shares_ : pending_shares_;
@@ -1007,7 +997,7 @@ TrainResult Trainer::train_run(RunRecord* record) {
   if (std::any_of(caps_.begin(), caps_.end(), [](std::int64_t c) { return c > 0; }))
     out_ << "; micro-batches of at most " << join(caps_, ", ") << " sample(s)";
   out_ << ")\n";
-  out_ << subset_note_;
+  out_ << data_note_;
   out_ << "run: " << run_id_ << ", segment " << segment_ << ", in " << cfg_.run.dir << "\n";
   out_.flush();
 

@@ -3,7 +3,7 @@
 # dataset broadcast is named after comm's timeout and the job ends, instead of hanging (a raw
 # MPI_Bcast returned at once on rank 0, which then waited forever in the node split). Rank 1 stalls
 # (test-only fault injection) before its 9th collective: after start-up's allgathers, the dataset
-# header broadcast (1.0 KiB). If start-up gains collectives, the report below names another one:
+# header broadcast (1.1 KiB). If start-up gains collectives, the report below names another one:
 # move DDP_FAULT_STALL_AT.
 source "$(dirname "$0")/lib.sh"
 [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
@@ -21,7 +21,7 @@ set -e
 took=$(($(date +%s) - start))
 [ $rc -ne 124 ] || { cat "$WORK/log"; fail "the job hung at the dataset broadcast (killed after 60 s)"; }
 [ $rc -ne 0 ] || { cat "$WORK/log"; fail "the job succeeded although rank 1 stalled"; }
-grep -q "(broadcast from rank 0, 1.0 KiB) did not complete within $T s; ranks not arrived: 1" "$WORK/log" ||
+grep -q "(broadcast from rank 0, 1.1 KiB) did not complete within $T s; ranks not arrived: 1" "$WORK/log" ||
   { cat "$WORK/log"; fail "no stall report naming rank 1 at the dataset broadcast"; }
 echo "  $(grep -o 'collective #[0-9]* (broadcast[^;]*; ranks not arrived: 1' "$WORK/log" | head -1); job ended after ${took} s"
 pass "a rank missing at the dataset broadcast is named and the job ends"

@@ -2,7 +2,8 @@
 # Streaming a packed file (data.cache_mb > 0) trains bitwise the weights of holding it in memory:
 # 1 rank and 2 ranks, 1 or 3 loader threads, a cache of one chunk (every batch re-reads chunks)
 # or a few, with augmentation and a random data.train_limit subset; the evaluations agree. With
-# data.shuffle_window, the loader threads and the cache size change nothing either.
+# data.shuffle_window, the loader threads and the cache size change nothing either; nor does
+# data.cache = node (the file held once per node when it fits, streamed per rank when not).
 # data.normalize = "dataset" is refused (it needs every image up front). A chunk corrupted in the file is found while streaming: the error names the file, the chunk and
 # its samples.
 source "$(dirname "$0")/lib.sh"
@@ -49,6 +50,23 @@ run stream2 2 --data.cache_mb 3 --data.workers 2
 same mem2 stream2
 [ "$(grep -c '"test_acc"' "$WORK/mem1/metrics.jsonl")" = 2 ] || fail "not two evaluations in the metrics"
 
+# data.cache = node: the training file (~9 MiB) fits in 2 ranks x 6 MiB, so each node holds it
+# once in shared memory; in 2 ranks x 2 MiB it does not, so each rank streams it, and says so.
+# Either way the weights are those of holding it in memory.
+run node2 2 --data.cache_mb 6 --data.cache node
+grep -q "data.cache = node: .*train.h5 (9 MiB) is held once per node in shared memory" "$WORK/node2.log" ||
+  { cat "$WORK/node2.log"; fail "data.cache = node did not say it holds the file per node"; }
+same mem2 node2
+run node2small 2 --data.cache_mb 2 --data.cache node
+grep -q "data.cache = node: .*train.h5 takes 9 MiB in memory, more than 2 ranks x data.cache_mb = 4 MiB on this node: each rank streams it" "$WORK/node2small.log" ||
+  { cat "$WORK/node2small.log"; fail "data.cache = node did not say why it streams per rank"; }
+same mem2 node2small
+if "$BIN" "${common[@]}" --run-dir "$WORK/nodemem" --data.cache node > "$WORK/nodemem.log" 2>&1; then
+  fail "data.cache = node was accepted for a file held in memory"
+fi
+grep -q 'data.cache = "node" shares a streamed file' "$WORK/nodemem.log" ||
+  { cat "$WORK/nodemem.log"; fail "the error does not say that data.cache = node needs streaming"; }
+
 # Settings streaming cannot honour are refused up front, naming the key.
 if "$BIN" "${common[@]}" --run-dir "$WORK/norm" --data.cache_mb 2 --data.normalize dataset \
     > "$WORK/norm.log" 2>&1; then
@@ -94,4 +112,4 @@ if mpirun_local -np 1 "$BIN" "${common[@]}" --run-dir "$WORK/bad" --data.cache_m
 fi
 grep -q "train.h5'*: chunk 2 of 5 (samples 1364..2045) has CRC32 .* the file is corrupt" "$WORK/bad.log" ||
   { cat "$WORK/bad.log"; fail "the error does not name the file, the chunk and its samples"; }
-pass "streamed training == in-memory training bitwise (1 and 2 ranks, 1-3 loader threads); chunk-windowed shuffles agree across ranks and threads; a corrupt chunk is named"
+pass "streamed training == in-memory training bitwise (1 and 2 ranks, 1-3 loader threads, data.cache = node shared or not); chunk-windowed shuffles agree across ranks and threads; a corrupt chunk is named"

@@ -19,7 +19,8 @@ namespace ddp::train {
 namespace {
 
 using data::BatchLoader;
-using data::Dataset;
+using data::InMemoryDataset;
+using data::SampleSet;
 using Stream = backend::DeviceQueue::Stream;
 using testutil::RecordingDeviceQueue;
 
@@ -35,7 +36,7 @@ data::SamplerOptions opts(std::int64_t n, std::int64_t g) {
   return o;
 }
 
-std::vector<float> expected_images(const Dataset& ds, const data::RankBatch& rb,
+std::vector<float> expected_images(const SampleSet& ds, const data::RankBatch& rb,
                                    std::uint64_t epoch) {
   std::vector<float> images(rb.indices.size() * static_cast<std::size_t>(ds.image_bytes()));
   std::vector<std::int32_t> labels(rb.indices.size());
@@ -45,9 +46,10 @@ std::vector<float> expected_images(const Dataset& ds, const data::RankBatch& rb,
 
 // Runs `epochs` epochs the way the trainer does (take, enqueue the step, prefetch), each phase of
 // the queue one step, and checks every batch's content before and after the prefetch.
-void run_epochs(BatchFeed& feed, RecordingDeviceQueue& q, const Dataset& ds, int epochs,
+void run_epochs(BatchFeed& feed, RecordingDeviceQueue& q, const SampleSet& ds, int epochs,
                 std::int64_t batch, int* steps_out) {
-  BatchLoader loader(ds, kNorm, {}, 31, batch, true);
+  const InMemoryDataset held(ds);
+  BatchLoader loader(held, kNorm, {}, 31, batch, true);
   int step = 0;
   for (int epoch = 0; epoch < epochs; ++epoch) {
     const auto batches = data::epoch_batches(opts(ds.size(), batch), epoch);
@@ -73,7 +75,7 @@ void run_epochs(BatchFeed& feed, RecordingDeviceQueue& q, const Dataset& ds, int
 }
 
 TEST(BatchFeed, StagesBatchKPlusOneDuringStepKAndNeverWaitsForRecentWork) {
-  const Dataset ds = data::test_util::pattern_dataset(30, 3, 4, 4);
+  const SampleSet ds = data::test_util::pattern_dataset(30, 3, 4, 4);
   RecordingDeviceQueue q;
   BatchFeed feed(&q, 3 * 4 * 4, 4);
   int steps = 0;
@@ -117,10 +119,11 @@ TEST(BatchFeed, StagesBatchKPlusOneDuringStepKAndNeverWaitsForRecentWork) {
 }
 
 TEST(BatchFeed, AnEpochLeftEarlyDropsItsStagedBatch) {
-  const Dataset ds = data::test_util::pattern_dataset(24, 3, 4, 4);
+  const SampleSet ds = data::test_util::pattern_dataset(24, 3, 4, 4);
   RecordingDeviceQueue q;
   BatchFeed feed(&q, 3 * 4 * 4, 4);
-  BatchLoader first(ds, kNorm, {}, 31, 4, false);
+  const InMemoryDataset held(ds);
+  BatchLoader first(held, kNorm, {}, 31, 4, false);
   first.start(data::epoch_batches(opts(24, 4), 0), 0);
   feed.begin(first);
   for (int s = 0; s < 3; ++s) {
@@ -135,7 +138,7 @@ TEST(BatchFeed, AnEpochLeftEarlyDropsItsStagedBatch) {
 // The trainer rebuilds its feed when the rank's batch grows (rank_shares = auto): every rebuild
 // hands the old feed's events back, so a long run does not pile up CUDA events.
 TEST(BatchFeed, ARebuiltFeedHandsItsEventsBack) {
-  const Dataset ds = data::test_util::pattern_dataset(24, 3, 4, 4);
+  const SampleSet ds = data::test_util::pattern_dataset(24, 3, 4, 4);
   RecordingDeviceQueue q;
   for (int rebuild = 0; rebuild < 5; ++rebuild) {
     BatchFeed feed(&q, 3 * 4 * 4, 4 + rebuild);
@@ -148,9 +151,10 @@ TEST(BatchFeed, ARebuiltFeedHandsItsEventsBack) {
 }
 
 TEST(BatchFeed, OnTheCpuHandsOverTheLoadersBatches) {
-  const Dataset ds = data::test_util::pattern_dataset(10, 3, 4, 4);
+  const SampleSet ds = data::test_util::pattern_dataset(10, 3, 4, 4);
   BatchFeed feed(nullptr, 3 * 4 * 4, 4);
-  BatchLoader loader(ds, kNorm, {}, 31, 4, false);
+  const InMemoryDataset held(ds);
+  BatchLoader loader(held, kNorm, {}, 31, 4, false);
   const auto batches = data::epoch_batches(opts(10, 4), 0);
   loader.start(batches, 0);
   feed.begin(loader);

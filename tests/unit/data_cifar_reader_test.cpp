@@ -33,7 +33,7 @@ void write_cifar10(const fs::path& dir) {
   write_file(dir / "test_batch.bin", cifar10_records(100, 3));
 }
 
-void expect_pattern_image(const Dataset& ds, std::int64_t i, std::int64_t sample) {
+void expect_pattern_image(const SampleSet& ds, std::int64_t i, std::int64_t sample) {
   const auto img = ds.image(i);
   for (int c = 0; c < 3; ++c)
     for (int y = 0; y < 32; ++y)
@@ -45,7 +45,7 @@ void expect_pattern_image(const Dataset& ds, std::int64_t i, std::int64_t sample
 TEST(DataCifar10Reader, DecodesAndConcatenatesBatchesInOrder) {
   TempDir dir;
   write_cifar10(dir.path());
-  const Dataset train = read_cifar10(dir.path(), Split::train);
+  const SampleSet train = read_cifar10(dir.path(), Split::train);
   ASSERT_EQ(train.size(), 12);
   EXPECT_EQ(train.channels(), 3);
   EXPECT_EQ(train.height(), 32);
@@ -56,7 +56,7 @@ TEST(DataCifar10Reader, DecodesAndConcatenatesBatchesInOrder) {
     EXPECT_EQ(train.label(i), i % 10);
     expect_pattern_image(train, i, i);
   }
-  const Dataset test = read_cifar10(dir.path(), Split::test);
+  const SampleSet test = read_cifar10(dir.path(), Split::test);
   ASSERT_EQ(test.size(), 3);
   for (std::int64_t i = 0; i < 3; ++i) {
     EXPECT_EQ(test.label(i), (100 + i) % 10);
@@ -69,7 +69,7 @@ TEST(DataCifar10Reader, RedGreenBluePlanesBecomeChannels012) {
   Bytes rec{7};
   for (int v : {10, 20, 30}) rec.insert(rec.end(), 1024, static_cast<std::uint8_t>(v));
   write_file(dir / "test_batch.bin", rec);
-  const Dataset ds = read_cifar10(dir.path(), Split::test);
+  const SampleSet ds = read_cifar10(dir.path(), Split::test);
   ASSERT_EQ(ds.size(), 1);
   EXPECT_EQ(ds.label(0), 7);
   EXPECT_EQ(ds.image(0)[0], 10);
@@ -165,7 +165,7 @@ TEST(DataCifar10Reader, ReadsMoreThanOneChunk) {
   // 4096 records per read chunk: 5000 records exercise a chunk boundary and record offsets in it.
   TempDir dir;
   write_file(dir / "test_batch.bin", cifar10_records(0, 5000));
-  const Dataset ds = read_cifar10(dir.path(), Split::test);
+  const SampleSet ds = read_cifar10(dir.path(), Split::test);
   ASSERT_EQ(ds.size(), 5000);
   for (std::int64_t i : {0, 4095, 4096, 4999}) {
     EXPECT_EQ(ds.label(i), i % 10);
@@ -177,14 +177,14 @@ TEST(DataCifar100Reader, UsesFineLabels) {
   TempDir dir;
   write_file(dir / "train.bin", cifar100_records(0, 5));
   write_file(dir / "test.bin", cifar100_records(50, 2));
-  const Dataset train = read_cifar100(dir.path(), Split::train);
+  const SampleSet train = read_cifar100(dir.path(), Split::train);
   ASSERT_EQ(train.size(), 5);
   EXPECT_EQ(train.num_classes(), 100);
   for (std::int64_t i = 0; i < 5; ++i) {
     EXPECT_EQ(train.label(i), (i * 7) % 100);
     expect_pattern_image(train, i, i);
   }
-  const Dataset test = read_cifar100(dir.path(), Split::test);
+  const SampleSet test = read_cifar100(dir.path(), Split::test);
   ASSERT_EQ(test.size(), 2);
   EXPECT_EQ(test.label(1), (51 * 7) % 100);
   expect_pattern_image(test, 1, 51);

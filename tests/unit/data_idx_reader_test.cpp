@@ -23,7 +23,7 @@ using test_util::write_file;
 using test_util::write_gz;
 using ::testing::HasSubstr;
 
-void expect_idx_pattern(const Dataset& ds, std::int64_t n, std::int64_t rows, std::int64_t cols) {
+void expect_idx_pattern(const SampleSet& ds, std::int64_t n, std::int64_t rows, std::int64_t cols) {
   ASSERT_EQ(ds.size(), n);
   EXPECT_EQ(ds.channels(), 1);
   EXPECT_EQ(ds.height(), rows);
@@ -49,8 +49,8 @@ TEST(DataIdxReader, GzipEqualsRaw) {
   write_file(dir / "lbl", idx_labels(13));
   write_gz(dir / "img.gz", idx_images(13, 4, 5));
   write_gz(dir / "lbl.gz", idx_labels(13));
-  const Dataset raw = read_idx(dir / "img", dir / "lbl");
-  const Dataset gz = read_idx(dir / "img.gz", dir / "lbl.gz");
+  const SampleSet raw = read_idx(dir / "img", dir / "lbl");
+  const SampleSet gz = read_idx(dir / "img.gz", dir / "lbl.gz");
   ASSERT_EQ(raw.size(), gz.size());
   EXPECT_TRUE(std::equal(raw.pixels().begin(), raw.pixels().end(), gz.pixels().begin()));
   EXPECT_TRUE(std::equal(raw.labels().begin(), raw.labels().end(), gz.labels().begin()));

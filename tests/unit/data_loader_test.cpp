@@ -31,7 +31,7 @@ struct Expected {
   std::vector<std::int32_t> labels;
 };
 
-Expected expected(const Dataset& ds, const RankBatch& rb, const Augmentation& aug,
+Expected expected(const SampleSet& ds, const RankBatch& rb, const Augmentation& aug,
                   std::uint64_t seed, std::uint64_t epoch) {
   Expected e;
   e.images.resize(rb.indices.size() * static_cast<std::size_t>(ds.image_bytes()));
@@ -40,7 +40,7 @@ Expected expected(const Dataset& ds, const RankBatch& rb, const Augmentation& au
   return e;
 }
 
-void expect_batch(const Dataset& ds, const Batch& b, const RankBatch& rb, const Augmentation& aug,
+void expect_batch(const SampleSet& ds, const Batch& b, const RankBatch& rb, const Augmentation& aug,
                   std::uint64_t seed, std::uint64_t epoch) {
   ASSERT_EQ(b.size, static_cast<std::int64_t>(rb.indices.size()));
   EXPECT_EQ(b.global_size, rb.global_size);
@@ -65,9 +65,10 @@ SamplerOptions opts(std::int64_t n, std::int64_t g, int world = 1, int rank = 0)
 class DataLoader : public ::testing::TestWithParam<bool> {};
 
 TEST_P(DataLoader, YieldsTheSamplerBatchesInOrderOverEpochs) {
-  const Dataset ds = pattern_dataset(23, 3, 4, 4);
+  const SampleSet ds = pattern_dataset(23, 3, 4, 4);
   const Augmentation aug = crop_flip();
-  BatchLoader loader(ds, kNorm, aug, 31, 5, GetParam());
+  const InMemoryDataset held(ds);
+  BatchLoader loader(held, kNorm, aug, 31, 5, GetParam());
   EXPECT_FALSE(loader.next().has_value());  // nothing started yet
   for (std::uint64_t epoch = 0; epoch < 3; ++epoch) {
     const auto batches = epoch_batches(opts(23, 5), epoch);
@@ -83,8 +84,9 @@ TEST_P(DataLoader, YieldsTheSamplerBatchesInOrderOverEpochs) {
 }
 
 TEST_P(DataLoader, RestartBeforeTheEpochEnds) {
-  const Dataset ds = pattern_dataset(40, 3, 4, 4);
-  BatchLoader loader(ds, kNorm, crop_flip(), 31, 4, GetParam());
+  const SampleSet ds = pattern_dataset(40, 3, 4, 4);
+  const InMemoryDataset held(ds);
+  BatchLoader loader(held, kNorm, crop_flip(), 31, 4, GetParam());
   loader.start(epoch_batches(opts(40, 4), 0), 0);
   ASSERT_TRUE(loader.next().has_value());
   ASSERT_TRUE(loader.next().has_value());
@@ -99,8 +101,9 @@ TEST_P(DataLoader, RestartBeforeTheEpochEnds) {
 }
 
 TEST_P(DataLoader, BatchStaysValidUntilTheNextCall) {
-  const Dataset ds = pattern_dataset(30, 3, 4, 4);
-  BatchLoader loader(ds, kNorm, crop_flip(), 31, 3, GetParam());
+  const SampleSet ds = pattern_dataset(30, 3, 4, 4);
+  const InMemoryDataset held(ds);
+  BatchLoader loader(held, kNorm, crop_flip(), 31, 3, GetParam());
   const auto batches = epoch_batches(opts(30, 3), 0);
   loader.start(batches, 0);
   const auto b0 = loader.next();
@@ -116,9 +119,10 @@ TEST_P(DataLoader, BatchStaysValidUntilTheNextCall) {
 
 TEST_P(DataLoader, RankSlicesIncludingEmptyOnes) {
   // 8 samples, global batch 6 over 3 ranks: the last global batch gives rank 0 nothing.
-  const Dataset ds = pattern_dataset(8, 3, 4, 4);
+  const SampleSet ds = pattern_dataset(8, 3, 4, 4);
   for (int r = 0; r < 3; ++r) {
-    BatchLoader loader(ds, kNorm, {}, 31, 2, GetParam());
+    const InMemoryDataset held(ds);
+    BatchLoader loader(held, kNorm, {}, 31, 2, GetParam());
     const auto batches = epoch_batches(opts(8, 6, 3, r), 2);
     loader.start(batches, 2);
     for (const RankBatch& rb : batches) {
@@ -131,8 +135,9 @@ TEST_P(DataLoader, RankSlicesIncludingEmptyOnes) {
 }
 
 TEST_P(DataLoader, DatasetSmallerThanTheBatch) {
-  const Dataset ds = pattern_dataset(3, 3, 4, 4);
-  BatchLoader loader(ds, kNorm, crop_flip(), 31, 16, GetParam());
+  const SampleSet ds = pattern_dataset(3, 3, 4, 4);
+  const InMemoryDataset held(ds);
+  BatchLoader loader(held, kNorm, crop_flip(), 31, 16, GetParam());
   const auto batches = epoch_batches(opts(3, 16), 0);
   ASSERT_EQ(batches.size(), 1u);
   loader.start(batches, 0);
@@ -144,8 +149,9 @@ TEST_P(DataLoader, DatasetSmallerThanTheBatch) {
 }
 
 TEST_P(DataLoader, RejectsBadBatchesUpFront) {
-  const Dataset ds = pattern_dataset(10, 3, 4, 4);
-  BatchLoader loader(ds, kNorm, {}, 31, 4, GetParam());
+  const SampleSet ds = pattern_dataset(10, 3, 4, 4);
+  const InMemoryDataset held(ds);
+  BatchLoader loader(held, kNorm, {}, 31, 4, GetParam());
   EXPECT_THAT(data_error_of([&] { loader.start(epoch_batches(opts(10, 5), 0), 0); }),
               HasSubstr("has 5 samples, more than the max_batch of 4"));
   RankBatch bad;
@@ -162,9 +168,10 @@ TEST_P(DataLoader, RejectsBadBatchesUpFront) {
 }
 
 TEST_P(DataLoader, DestroyedMidEpoch) {
-  const Dataset ds = pattern_dataset(50, 3, 4, 4);
+  const SampleSet ds = pattern_dataset(50, 3, 4, 4);
   for (int k = 0; k < 20; ++k) {
-    BatchLoader loader(ds, kNorm, crop_flip(), 31, 5, GetParam());
+    const InMemoryDataset held(ds);
+    BatchLoader loader(held, kNorm, crop_flip(), 31, 5, GetParam());
     loader.start(epoch_batches(opts(50, 5), 0), 0);
     if (k % 2) (void)loader.next();
   }  // joins without hanging
@@ -172,8 +179,9 @@ TEST_P(DataLoader, DestroyedMidEpoch) {
 
 TEST_P(DataLoader, ManyShortEpochs) {
   // Rapid restarts and hand-overs: a workout for the synchronisation under ThreadSanitizer.
-  const Dataset ds = pattern_dataset(17, 3, 4, 4);
-  BatchLoader loader(ds, kNorm, crop_flip(), 31, 2, GetParam());
+  const SampleSet ds = pattern_dataset(17, 3, 4, 4);
+  const InMemoryDataset held(ds);
+  BatchLoader loader(held, kNorm, crop_flip(), 31, 2, GetParam());
   for (std::uint64_t epoch = 0; epoch < 60; ++epoch) {
     const auto batches = epoch_batches(opts(17, 2), epoch);
     loader.start(batches, epoch);
@@ -192,10 +200,10 @@ INSTANTIATE_TEST_SUITE_P(Prefetch, DataLoader, ::testing::Bool(),
                          });
 
 TEST(DataLoaderConstruction, RejectsBadSettings) {
-  const Dataset ds = pattern_dataset(4, 3, 2, 2);
-  EXPECT_THROW(BatchLoader(ds, kNorm, {}, 0, 0, true), ddp::ConfigError);
+  const SampleSet ds = pattern_dataset(4, 3, 2, 2);
+  EXPECT_THROW(BatchLoader(InMemoryDataset(ds), kNorm, {}, 0, 0, true), ddp::ConfigError);
   EXPECT_THAT(data_error_of([&] {
-                BatchLoader(ds, {{0.5f, 0.5f}, {1}}, {}, 0, 4, true);
+                BatchLoader(InMemoryDataset(ds), {{0.5f, 0.5f}, {1}}, {}, 0, 4, true);
               }),
               HasSubstr("mean has 2 entries"));
 }

@@ -198,7 +198,7 @@ TEST_F(PackedRoundTrip, EncodedReadsBackEqualToRaw) {
   }
   raw.commit();
   enc.commit();
-  const Dataset a = read_packed(dir / "raw.h5"), b = read_packed(dir / "enc.h5");
+  const SampleSet a = read_packed(dir / "raw.h5"), b = read_packed(dir / "enc.h5");
   ASSERT_EQ(a.size(), 7);
   EXPECT_EQ(a.num_classes(), 3);
   EXPECT_TRUE(std::equal(a.pixels().begin(), a.pixels().end(), all.begin(), all.end()));

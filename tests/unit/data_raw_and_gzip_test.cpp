@@ -35,7 +35,7 @@ TEST(DataRawAndGzip, OnlyTheGzipCopyIsRead) {
 TEST(DataRawAndGzip, EqualCopiesAreFine) {
   TempDir dir;
   write_train_split(dir, true, true, 12);
-  const Dataset ds = read_mnist_dir(dir.path(), Split::train);
+  const SampleSet ds = read_mnist_dir(dir.path(), Split::train);
   EXPECT_EQ(ds.size(), 12);
   EXPECT_THAT(ds.origin(), HasSubstr("train-images-idx3-ubyte'"));  // the raw one
 }

@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<int> class_counts(const Dataset& ds) {
+std::vector<int> class_counts(const SampleSet& ds) {
   std::vector<int> counts(static_cast<std::size_t>(ds.num_classes()), 0);
   for (const Label l : ds.labels()) ++counts[static_cast<std::size_t>(l)];
   return counts;
@@ -29,11 +29,11 @@ TEST(DataRealDatasets, FashionMnist) {
     GTEST_SKIP() << "Fashion-MNIST not found in " << root
                  << " (apt-get install dataset-fashion-mnist)";
   }
-  const Dataset train = read_dataset("fashion_mnist", root, Split::train);
-  const Dataset test = read_dataset("fashion_mnist", root, Split::test);
+  const SampleSet train = read_dataset("fashion_mnist", root, Split::train);
+  const SampleSet test = read_dataset("fashion_mnist", root, Split::test);
   ASSERT_EQ(train.size(), 60000);
   ASSERT_EQ(test.size(), 10000);
-  for (const Dataset* ds : {&train, &test}) {
+  for (const SampleSet* ds : {&train, &test}) {
     EXPECT_EQ(ds->channels(), 1);
     EXPECT_EQ(ds->height(), 28);
     EXPECT_EQ(ds->width(), 28);
@@ -58,13 +58,13 @@ TEST(DataRealDatasets, Cifar10) {
     GTEST_SKIP() << "CIFAR-10 binary not found in " << root;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const Dataset train = read_dataset("cifar10", root, Split::train);
+  const SampleSet train = read_dataset("cifar10", root, Split::train);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "[ info     ] read CIFAR-10 train ("
             << static_cast<double>(train.pixels().size()) / 1e6 << " MB) in " << seconds * 1e3
             << " ms\n";
-  const Dataset test = read_dataset("cifar10", root, Split::test);
+  const SampleSet test = read_dataset("cifar10", root, Split::test);
   ASSERT_EQ(train.size(), 50000);
   ASSERT_EQ(test.size(), 10000);
   EXPECT_EQ(train.channels(), 3);

@@ -18,7 +18,7 @@ using test_util::write_file;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-void expect_shape(const DatasetInfo& info, const Dataset& ds) {
+void expect_shape(const DatasetInfo& info, const SampleSet& ds) {
   EXPECT_EQ(ds.num_classes(), info.shape.classes) << info.name;
   EXPECT_EQ(ds.channels(), info.shape.channels) << info.name;
   EXPECT_EQ(ds.height(), info.shape.height) << info.name;
@@ -50,7 +50,7 @@ TEST(DataRegistry, DeclaredShapesAreWhatTheReadersRead) {
     opt.dataset = std::string(name);
     opt.root = dir.path().string();
     const Split split = name == "cifar10" ? Split::train : Split::test;
-    const Dataset ds = find_dataset(name).read(opt, split);
+    const SampleSet ds = find_dataset(name).read(opt, split);
     expect_shape(find_dataset(name), ds);
     EXPECT_EQ(dataset_shape(opt).classes, find_dataset(name).shape.classes);
   }
@@ -79,7 +79,7 @@ TEST(DataRegistry, PackedShapeComesFromTheTrainingFile) {
   EXPECT_EQ(s.channels, 3);
   EXPECT_EQ(s.height, 6);
   EXPECT_EQ(s.width, 9);
-  const Dataset ds = find_dataset("packed").read(opt, Split::train);
+  const SampleSet ds = find_dataset("packed").read(opt, Split::train);
   EXPECT_EQ(ds.size(), 3);
   EXPECT_EQ(ds.num_classes(), 7);
 }

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "data_test_util.hpp"
-#include "ddp/data/dataset.hpp"
 #include "ddp/data/options.hpp"
+#include "ddp/data/sample_set.hpp"
 #include "ddp/data/transform.hpp"
 #include "ddp/error.hpp"
 #include "torchvision_oracle.hpp"
@@ -33,7 +33,7 @@ Augmentation train_aug(std::int64_t side) {
   return train_augmentation(o);
 }
 
-std::vector<float> fill(const Dataset& ds, const std::vector<std::int64_t>& idx,
+std::vector<float> fill(const SampleSet& ds, const std::vector<std::int64_t>& idx,
                         const Augmentation& aug, std::uint64_t epoch) {
   std::vector<float> out(idx.size() * static_cast<std::size_t>(output_sample_floats(ds, aug)));
   std::vector<std::int32_t> labels(idx.size());
@@ -42,7 +42,7 @@ std::vector<float> fill(const Dataset& ds, const std::vector<std::int64_t>& idx,
 }
 
 TEST(SizedTransform, DrawsDependOnlyOnSeedEpochAndIndex) {
-  const Dataset ds = pattern_dataset(6, 3, 50, 70, 10);
+  const SampleSet ds = pattern_dataset(6, 3, 50, 70, 10);
   const Augmentation aug = train_aug(24);
   ASSERT_EQ(output_sample_floats(ds, aug), 3 * 24 * 24);
   const std::vector<std::int64_t> all = {5, 0, 3, 1, 4, 2};
@@ -102,7 +102,7 @@ TEST(SizedTransform, EncodedSetOfVaryingSizesEvaluatesAsTorchvision) {
     bytes.insert(bytes.end(), b.begin(), b.end());
     offsets.push_back(bytes.size());
   }
-  const Dataset ds = Dataset::encoded("test.h5", 3, 2, bytes, offsets, {0, 1, 1, 0});
+  const SampleSet ds = SampleSet::encoded("test.h5", 3, 2, bytes, offsets, {0, 1, 1, 0});
   Options o;
   o.train_size = 32;
   const std::vector<std::int64_t> idx = {0, 1, 2, 3};
@@ -135,7 +135,7 @@ TEST(SizedTransform, CorruptEncodedSampleIsNamed) {
   // Sample 1 claims to be a JPEG (FF D8 FF) but ends there: the error names the set and sample
   // (TurboJPEG reads its header as 0x0, refused as an implausible size).
   const std::vector<std::uint8_t> bytes = {0x89, 'P', 'N', 'G', 0xFF, 0xD8, 0xFF, 0xE0};
-  const Dataset ds = Dataset::encoded("'bad.h5'", 3, 2, bytes, {0, 4, 8}, {0, 1});
+  const SampleSet ds = SampleSet::encoded("'bad.h5'", 3, 2, bytes, {0, 4, 8}, {0, 1});
   for (const Augmentation& aug : {train_aug(16), eval_augmentation([] {
                                     Options o;
                                     o.train_size = 16;

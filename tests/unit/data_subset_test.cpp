@@ -19,14 +19,14 @@ using test_util::pattern;
 using test_util::pattern_dataset;
 
 // n samples of 1x2x2 in `classes` blocks: labels 0,0,..,1,1,.. (as a class-sorted file holds them).
-Dataset class_ordered(std::int64_t n, int classes) {
+SampleSet class_ordered(std::int64_t n, int classes) {
   Bytes px;
   std::vector<Label> lb;
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int64_t p = 0; p < 4; ++p) px.push_back(pattern(i, 0, p / 2, p % 2));
     lb.push_back(static_cast<Label>(i * classes / n));
   }
-  return Dataset("sorted.h5", 1, 2, 2, classes, std::move(px), std::move(lb));
+  return SampleSet("sorted.h5", 1, 2, 2, classes, std::move(px), std::move(lb));
 }
 
 TEST(DataSubset, AscendingDistinctInRangeAndAPureFunction) {
@@ -66,11 +66,11 @@ TEST(DataSubset, EveryIndexEquallyLikely) {
 }
 
 TEST(DataSubset, RandomSpansTheClassesOfClassOrderedDataWhereFirstDoesNot) {
-  const Dataset ds = class_ordered(10000, 10);
-  const Dataset first = limit_samples(ds, 100, "first", 3, Split::test);
+  const SampleSet ds = class_ordered(10000, 10);
+  const SampleSet first = limit_samples(ds, 100, "first", 3, Split::test);
   EXPECT_EQ(first.size(), 100);
   EXPECT_EQ(classes_present(first), 1);
-  const Dataset random = limit_samples(ds, 100, "random", 3, Split::test);
+  const SampleSet random = limit_samples(ds, 100, "random", 3, Split::test);
   EXPECT_EQ(random.size(), 100);
   EXPECT_EQ(classes_present(random), 10);
   EXPECT_THAT(random.origin(), ::testing::HasSubstr("sorted.h5 (100 of 10000 samples, a random "
@@ -78,8 +78,8 @@ TEST(DataSubset, RandomSpansTheClassesOfClassOrderedDataWhereFirstDoesNot) {
 }
 
 TEST(DataSubset, CopiesThePickedSamplesInFileOrder) {
-  const Dataset ds = pattern_dataset(50, 3, 2, 2);
-  const Dataset sub = limit_samples(ds, 8, "random", 11, Split::train);
+  const SampleSet ds = pattern_dataset(50, 3, 2, 2);
+  const SampleSet sub = limit_samples(ds, 8, "random", 11, Split::train);
   const auto idx = random_subset(50, 8, 11, Split::train);
   ASSERT_EQ(sub.size(), 8);
   for (std::int64_t k = 0; k < 8; ++k) {
@@ -90,7 +90,7 @@ TEST(DataSubset, CopiesThePickedSamplesInFileOrder) {
 }
 
 TEST(DataSubset, NoLimitOrALargeOneKeepsEverything) {
-  const Dataset ds = pattern_dataset(12, 1, 2, 2);
+  const SampleSet ds = pattern_dataset(12, 1, 2, 2);
   EXPECT_EQ(limit_samples(ds, 0, "random", 1, Split::train).pixels().data(), ds.pixels().data());
   EXPECT_EQ(limit_samples(ds, 12, "random", 1, Split::train).size(), 12);
   EXPECT_EQ(limit_samples(ds, 99, "first", 1, Split::train).size(), 12);

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ddp/data/dataset.hpp"
+#include "ddp/data/sample_set.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::data::test_util {
@@ -118,8 +118,8 @@ inline Bytes idx_labels(std::uint32_t n) {
 }
 
 // A small in-memory dataset of n images c x h x w with pattern pixels and labels i % classes.
-inline Dataset pattern_dataset(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
-                               int classes = 10) {
+inline SampleSet pattern_dataset(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
+                                 int classes = 10) {
   Bytes px;
   std::vector<data::Label> lb;
   for (std::int64_t i = 0; i < n; ++i) {
@@ -128,7 +128,7 @@ inline Dataset pattern_dataset(std::int64_t n, std::int64_t c, std::int64_t h, s
         for (std::int64_t x = 0; x < w; ++x) px.push_back(pattern(i, ch, y, x));
     lb.push_back(static_cast<data::Label>(i % classes));
   }
-  return Dataset("pattern dataset", c, h, w, classes, std::move(px), std::move(lb));
+  return SampleSet("pattern dataset", c, h, w, classes, std::move(px), std::move(lb));
 }
 
 // Runs `fn` and returns the DataError message it throws ("" and a test failure if it does not).

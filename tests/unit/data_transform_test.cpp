@@ -18,7 +18,7 @@ using test_util::pattern_dataset;
 using ::testing::HasSubstr;
 
 // Runs fill_batch and returns the images (labels into *labels if given).
-std::vector<float> fill(const Dataset& ds, const std::vector<std::int64_t>& idx,
+std::vector<float> fill(const SampleSet& ds, const std::vector<std::int64_t>& idx,
                         const Normalization& norm, const Augmentation& aug, std::uint64_t seed,
                         std::uint64_t epoch, std::vector<std::int32_t>* labels = nullptr) {
   std::vector<float> out(idx.size() * static_cast<std::size_t>(ds.image_bytes()), -12345.0f);
@@ -34,7 +34,7 @@ double normalised(std::uint8_t p, double mean, double sd) {
 
 // The expected image for sample i under torchvision semantics: pad by P with black (0) pixels, crop
 // at (P + dy, P + dx) of the padded image, then flip horizontally if asked.
-std::vector<double> reference(const Dataset& ds, std::int64_t i, const Normalization& n, int dy,
+std::vector<double> reference(const SampleSet& ds, std::int64_t i, const Normalization& n, int dy,
                               int dx, bool flip) {
   const std::int64_t C = ds.channels(), H = ds.height(), W = ds.width();
   std::vector<double> out;
@@ -65,8 +65,8 @@ const Normalization kNorm{{0.1f, 0.2f, 0.3f}, {0.5f, 0.25f, 2.0f}};
 
 TEST(DataNormalization, HandCheckedStatistics) {
   // Channel 0: {0, 255, 0, 255} -> mean 0.5, std 0.5. Channel 1: {51, 51, 102, 102} -> 0.3, 0.1.
-  const Dataset ds("hand", 2, 1, 2, 2, Bytes{0, 255, 51, 51, 0, 255, 102, 102},
-                   std::vector<Label>{0, 1});
+  const SampleSet ds("hand", 2, 1, 2, 2, Bytes{0, 255, 51, 51, 0, 255, 102, 102},
+                     std::vector<Label>{0, 1});
   const Normalization n = compute_normalization(ds);
   ASSERT_EQ(n.mean.size(), 2u);
   ASSERT_EQ(n.std.size(), 2u);
@@ -77,12 +77,12 @@ TEST(DataNormalization, HandCheckedStatistics) {
 }
 
 TEST(DataNormalization, EmptyDatasetIsAnError) {
-  const Dataset ds("nothing", 1, 2, 2, 10, Bytes{}, std::vector<Label>{});
+  const SampleSet ds("nothing", 1, 2, 2, 10, Bytes{}, std::vector<Label>{});
   EXPECT_THAT(data_error_of([&] { compute_normalization(ds); }), HasSubstr("no samples"));
 }
 
 TEST(DataFillBatch, NormalisesPerChannelInIndexOrder) {
-  const Dataset ds = pattern_dataset(4, 3, 2, 3);
+  const SampleSet ds = pattern_dataset(4, 3, 2, 3);
   std::vector<std::int32_t> labels;
   const std::vector<std::int64_t> idx{3, 0, 3};
   const auto out = fill(ds, idx, kNorm, {}, 1, 2, &labels);
@@ -99,7 +99,7 @@ TEST(DataFillBatch, NormalisesPerChannelInIndexOrder) {
 }
 
 TEST(DataFillBatch, SingleMeanAndStdApplyToAllChannels) {
-  const Dataset ds = pattern_dataset(2, 3, 2, 2);
+  const SampleSet ds = pattern_dataset(2, 3, 2, 2);
   const Normalization one{{0.25f}, {0.5f}};
   const auto out = fill(ds, {1}, one, {}, 0, 0);
   for (std::size_t k = 0; k < 12; ++k) {
@@ -108,7 +108,7 @@ TEST(DataFillBatch, SingleMeanAndStdApplyToAllChannels) {
 }
 
 TEST(DataFillBatch, RejectsBadSettingsAndIndices) {
-  const Dataset ds = pattern_dataset(4, 3, 2, 2);
+  const SampleSet ds = pattern_dataset(4, 3, 2, 2);
   float out[12 * 4];
   std::int32_t lab[4];
   const std::vector<std::int64_t> one{0};
@@ -143,7 +143,7 @@ Augmentation crop_flip(int padding) {
 }
 
 TEST(DataAugment, DependsOnlyOnSeedEpochAndIndex) {
-  const Dataset ds = pattern_dataset(12, 3, 8, 8);
+  const SampleSet ds = pattern_dataset(12, 3, 8, 8);
   const Augmentation aug = crop_flip(4);
   const std::size_t img = 3 * 64;
   const auto alone = fill(ds, {5}, kNorm, aug, 42, 3);
@@ -155,7 +155,7 @@ TEST(DataAugment, DependsOnlyOnSeedEpochAndIndex) {
 }
 
 TEST(DataAugment, DiffersAcrossEpochsAndSeeds) {
-  const Dataset ds = pattern_dataset(40, 3, 8, 8);
+  const SampleSet ds = pattern_dataset(40, 3, 8, 8);
   std::vector<std::int64_t> all(40);
   for (std::int64_t i = 0; i < 40; ++i) all[static_cast<std::size_t>(i)] = i;
   const Augmentation aug = crop_flip(4);
@@ -175,7 +175,7 @@ TEST(DataAugment, DiffersAcrossEpochsAndSeeds) {
 }
 
 TEST(DataAugment, NoAugmentationIsTheIdentity) {
-  const Dataset ds = pattern_dataset(3, 3, 4, 4);
+  const SampleSet ds = pattern_dataset(3, 3, 4, 4);
   const auto a = fill(ds, {0, 1, 2}, kNorm, {}, 1, 1);
   const auto b = fill(ds, {0, 1, 2}, kNorm, {}, 99, 5);
   EXPECT_EQ(a, b);
@@ -189,7 +189,7 @@ TEST(DataAugment, NoAugmentationIsTheIdentity) {
 TEST(DataAugment, CropAndFlipFollowTorchvisionSemantics) {
   constexpr int P = 2;
   constexpr std::int64_t N = 600;
-  const Dataset ds = pattern_dataset(N, 3, 6, 6);
+  const SampleSet ds = pattern_dataset(N, 3, 6, 6);
   std::vector<std::int64_t> all(N);
   for (std::int64_t i = 0; i < N; ++i) all[static_cast<std::size_t>(i)] = i;
   const auto out = fill(ds, all, kNorm, crop_flip(P), 5, 2);
@@ -217,7 +217,7 @@ TEST(DataAugment, CropAndFlipFollowTorchvisionSemantics) {
 TEST(DataAugment, PaddingIsBlackBeforeNormalisation) {
   // A padding far larger than the 3x3 image: most crops are all padding, whose value must be
   // (0 - mean) / std, the normalised black pixel.
-  const Dataset ds("grey", 1, 3, 3, 2, Bytes(9 * 20, 200), std::vector<Label>(20, 1));
+  const SampleSet ds("grey", 1, 3, 3, 2, Bytes(9 * 20, 200), std::vector<Label>(20, 1));
   const Normalization n{{0.4f}, {0.2f}};
   Augmentation aug;
   aug.random_crop = true;
@@ -237,7 +237,7 @@ TEST(DataAugment, PaddingIsBlackBeforeNormalisation) {
 
 TEST(DataAugment, FlipAloneMirrorsAboutHalfTheSamples) {
   constexpr std::int64_t N = 1000;
-  const Dataset ds = pattern_dataset(N, 1, 2, 5);
+  const SampleSet ds = pattern_dataset(N, 1, 2, 5);
   std::vector<std::int64_t> all(N);
   for (std::int64_t i = 0; i < N; ++i) all[static_cast<std::size_t>(i)] = i;
   Augmentation aug;
@@ -257,7 +257,7 @@ TEST(DataAugment, FlipAloneMirrorsAboutHalfTheSamples) {
 
 TEST(DataAugment, CropAloneNeverFlips) {
   constexpr std::int64_t N = 200;
-  const Dataset ds = pattern_dataset(N, 1, 5, 5);
+  const SampleSet ds = pattern_dataset(N, 1, 5, 5);
   std::vector<std::int64_t> all(N);
   for (std::int64_t i = 0; i < N; ++i) all[static_cast<std::size_t>(i)] = i;
   Augmentation aug;

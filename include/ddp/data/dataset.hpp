@@ -1,74 +1,59 @@
 #pragma once
-// An in-memory image classification dataset: uint8 pixels, NCHW, one int32 label per image (any
-// number of classes: ImageNet's 1,000 or more).
+// What the loader reads a split from: a set of samples (SampleSet: shape, labels, where each
+// sample's bytes lie) plus the staging that makes a batch's bytes readable. Two implementations:
+// InMemoryDataset (every sample always readable; staging costs nothing) and PackedStream (a packed
+// file read in chunks through a bounded cache as batches are staged). The loader and the trainer
+// see only this interface, so a split held in memory, shared per node or streamed from disk trains
+// through the same code, to bitwise the same result.
 #include <cstdint>
-#include <memory>
 #include <span>
-#include <string>
 #include <vector>
+
+#include "ddp/data/sample_set.hpp"
 
 namespace ddp::data {
 
-using Label = std::int32_t;
-// A sanity bound on data sets' class counts (a model's output layer has one logit per class).
-inline constexpr int kMaxClasses = 1 << 24;
-
 class Dataset {
  public:
+  virtual ~Dataset() = default;
+
+  // The samples served (after data.train_limit / test_limit). A sample's bytes may be read only
+  // between stage() and release() of its index.
+  virtual const SampleSet& samples() const = 0;
+  // The samples the source holds before any limit (the start-up line's "subset of N").
+  virtual std::int64_t source_size() const { return samples().size(); }
+
+  // Make these samples' bytes readable in samples() / hand their memory back / start reading them
+  // in the background for a later stage(). Thread-safe; const because they change what is
+  // resident, never what a sample holds. Errors (a corrupt chunk, a sample that does not decode)
+  // surface in stage() as a DataError naming the file and sample.
+  virtual void stage(std::span<const std::int64_t> /*indices*/) const {}
+  virtual void release(std::span<const std::int64_t> /*indices*/) const {}
+  virtual void prefetch(std::span<const std::int64_t> /*indices*/) const {}
+
+  // For each sample, the storage chunk it starts in (data.shuffle_window's chunk-wise order); empty
+  // when the source has no chunks (in memory, where a full shuffle costs nothing).
+  virtual std::vector<std::int64_t> chunk_of_samples() const { return {}; }
+
+ protected:
   Dataset() = default;
-  // Takes ownership of pixels (n*c*h*w bytes) and labels (n of them). Throws DataError when sizes
-  // disagree or a label is >= num_classes (naming `origin`, e.g. the file).
-  Dataset(std::string origin, std::int64_t c, std::int64_t h, std::int64_t w, int num_classes,
-          std::vector<std::uint8_t> pixels, std::vector<Label> labels);
+  Dataset(const Dataset&) = default;
+  Dataset& operator=(const Dataset&) = default;
+};
 
-  // Views memory owned by `owner` (e.g. an MPI shared-memory window holding a dataset that another
-  // rank read and validated): no copy, no re-validation.
-  Dataset(std::string origin, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
-          int num_classes, std::shared_ptr<const void> owner, std::span<const std::uint8_t> pixels,
-          std::span<const Label> labels);
-
-  // A set of encoded JPEG/PNG samples of any size (an `encoded` packed file whose images vary):
-  // sample i is bytes [offsets[i], offsets[i+1]) of `bytes`. height() and width() are 0: the loader
-  // decodes each sample and resizes it to data.train_size / data.eval_crop (sized_transform.hpp).
-  static Dataset encoded(std::string origin, std::int64_t c, int num_classes,
-                         std::vector<std::uint8_t> bytes, std::vector<std::uint64_t> offsets,
-                         std::vector<Label> labels);
-  bool is_encoded() const { return !offsets_.empty(); }
-  std::span<const std::uint8_t> encoded_sample(std::int64_t i) const {
-    const auto b = offsets_[static_cast<std::size_t>(i)];
-    return pixels_.subspan(b, offsets_[static_cast<std::size_t>(i) + 1] - b);
-  }
-
-  const std::string& origin() const { return origin_; }
-  std::int64_t size() const { return n_; }
-  std::int64_t channels() const { return c_; }
-  std::int64_t height() const { return h_; }
-  std::int64_t width() const { return w_; }
-  std::int64_t image_bytes() const { return c_ * h_ * w_; }
-  int num_classes() const { return num_classes_; }
-
-  std::span<const std::uint8_t> pixels() const { return pixels_; }
-  std::span<const Label> labels() const { return labels_; }
-  std::span<const std::uint8_t> image(std::int64_t i) const {
-    return pixels_.subspan(static_cast<std::size_t>(i * image_bytes()),
-                           static_cast<std::size_t>(image_bytes()));
-  }
-  Label label(std::int64_t i) const { return labels_[static_cast<std::size_t>(i)]; }
-
-  // The first n samples (a cheap view sharing storage), for data.train_limit / data.test_limit.
-  Dataset head(std::int64_t n) const;
-  // The samples at `indices`, in that order, copied into storage of their own; `origin` names
-  // the result (in errors).
-  Dataset gather(std::span<const std::int64_t> indices, std::string origin) const;
+// A split held whole in memory (read by this rank, or shared once per node): nothing to stage.
+class InMemoryDataset final : public Dataset {
+ public:
+  // source_size: the samples before a limit picked `samples` from them (0: samples.size()).
+  explicit InMemoryDataset(SampleSet samples, std::int64_t source_size = 0)
+      : samples_(std::move(samples)),
+        source_size_(source_size > 0 ? source_size : samples_.size()) {}
+  const SampleSet& samples() const override { return samples_; }
+  std::int64_t source_size() const override { return source_size_; }
 
  private:
-  std::string origin_;
-  std::int64_t n_ = 0, c_ = 0, h_ = 0, w_ = 0;
-  int num_classes_ = 0;
-  std::shared_ptr<const void> owner_;  // keeps pixel/label storage alive for views
-  std::span<const std::uint8_t> pixels_;
-  std::span<const Label> labels_;
-  std::span<const std::uint64_t> offsets_;  // encoded sets only: n + 1 byte offsets into pixels_
+  SampleSet samples_;
+  std::int64_t source_size_;
 };
 
 }  // namespace ddp::data

@@ -2,16 +2,25 @@
 // Getting the dataset to every rank: each rank reads the files (shared filesystem), or rank 0
 // reads them and the bytes travel through the Communicator (under its stall timeout) into one MPI
 // shared-memory window per node, so three ranks on a workstation hold one copy, not three.
+#include <functional>
+
 #include "ddp/comm/communicator.hpp"
-#include "ddp/data/dataset.hpp"
 #include "ddp/data/options.hpp"
 #include "ddp/data/readers.hpp"
+#include "ddp/data/sample_set.hpp"
 
 namespace ddp::data {
 
 // opt.distribute: "each-reads" | "broadcast". Collective over `world` (the job's ranks, MPI).
 // A read error on rank 0 under "broadcast" reaches every rank as a DataError that says rank 0
 // failed and why; a rank 0 that never answers is reported after the communicator's timeout.
-Dataset load_distributed(const Options& opt, Split split, comm::Communicator& world);
+SampleSet load_distributed(const Options& opt, Split split, comm::Communicator& world);
+
+// Rank 0 runs `read`; every node then holds one copy of the result in MPI shared memory (fixed-size
+// images, or encoded ones of varying sizes with their offsets). Collective over `world`.
+SampleSet broadcast_samples(const std::function<SampleSet()>& read, comm::Communicator& world);
+
+// How many of the job's ranks run on this rank's node (MPI's shared-memory split).
+int ranks_on_node();
 
 }  // namespace ddp::data

@@ -10,7 +10,7 @@
 
 namespace ddp::data {
 
-// A decoded image: uint8, planar CHW (the layout of Dataset and of packed raw files).
+// A decoded image: uint8, planar CHW (the layout of SampleSet and of packed raw files).
 struct Image {
   std::int64_t channels = 0, height = 0, width = 0;
   std::vector<std::uint8_t> pixels;

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "ddp/data/dataset.hpp"
-#include "ddp/data/packed_stream.hpp"
 #include "ddp/data/sampler.hpp"
 #include "ddp/data/transform.hpp"
 
@@ -26,16 +25,14 @@ struct Batch {
 
 class BatchLoader {
  public:
-  // max_batch: the largest per-rank batch that will be requested (sizes the buffers).
+  // max_batch: the largest per-rank batch that will be requested (sizes the buffers). Each batch's
+  // samples are staged in `ds` before it is filled and released after, and the next batch's are
+  // prefetched. `ds` must outlive the loader.
   BatchLoader(const Dataset& ds, Normalization norm, Augmentation aug, std::uint64_t seed,
               std::int64_t max_batch, bool prefetch);
   ~BatchLoader();
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;
-
-  // Streams `ds` (which must be stream->view()): each batch's samples are staged before it is
-  // filled and released after, and the next batch's chunks are prefetched. Call before start().
-  void set_stream(PackedStream* stream) { stream_ = stream; }
 
   // Begins an epoch over the given batches (replacing any unfinished one).
   void start(std::vector<RankBatch> batches, std::uint64_t epoch);
@@ -57,12 +54,12 @@ class BatchLoader {
   int free_slot() const;  // a slot neither ready nor held by the consumer, or -1; needs mu_
 
   const Dataset& ds_;
+  const SampleSet& set_;  // ds_.samples()
   Normalization norm_;
   Augmentation aug_;
   std::uint64_t seed_;
   std::int64_t max_batch_;
   bool prefetch_;
-  PackedStream* stream_ = nullptr;
 
   std::vector<RankBatch> batches_;
   std::uint64_t epoch_ = 0;

@@ -4,15 +4,15 @@
 // (predict) take it from here, so both normalise alike.
 #include <cstdint>
 
-#include "ddp/data/dataset.hpp"
 #include "ddp/data/options.hpp"
+#include "ddp/data/sample_set.hpp"
 #include "ddp/data/transform.hpp"
 
 namespace ddp::data {
 
 // channels: the images'. train: the training set (only read for normalize = "dataset"; may be null
 // otherwise). ConfigError for a mean/std list that fits neither 1 nor `channels` values.
-Normalization make_normalization(const Options& opt, std::int64_t channels, const Dataset* train);
+Normalization make_normalization(const Options& opt, std::int64_t channels, const SampleSet* train);
 
 // What training normalised with, for a command that has no training set at hand (predict,
 // report): data.normalize = "dataset" reads the training split and takes the data.train_limit

@@ -43,6 +43,11 @@ struct Options {
   // a random order, the samples of each N consecutive ones shuffled among themselves), so a cache
   // of N chunks reads each chunk once an epoch (sampler.hpp, epoch_order_by_chunks).
   std::int64_t shuffle_window = 0;
+  // Streaming: "rank" = each rank's own chunk cache; "node" = when the split fits in what the
+  // node's ranks may cache together (ranks on the node x cache_mb), it is held once per node in
+  // shared memory as data.distribute = "broadcast" holds it; otherwise each rank streams it (said
+  // at start-up).
+  std::string cache = "rank";
   bool prefetch = true;  // prepare the next batch on a background thread
   // each-reads: every rank reads the files (shared filesystem); broadcast: rank 0 reads them and
   // sends them over MPI, held once per node in MPI shared memory.

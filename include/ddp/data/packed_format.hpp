@@ -14,7 +14,7 @@ namespace ddp::data::packed {
 inline constexpr const char* kFormatName = "ddp_train.packed";
 inline constexpr std::int64_t kFormatVersion = 1;
 
-// Dataset and attribute names.
+// HDF5 dataset and attribute names.
 inline constexpr const char* kLabels = "/labels";
 inline constexpr const char* kClasses = "/classes";
 inline constexpr const char* kImages = "/images";    // raw

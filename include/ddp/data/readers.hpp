@@ -4,28 +4,28 @@
 #include <filesystem>
 #include <string>
 
-#include "ddp/data/dataset.hpp"
 #include "ddp/data/options.hpp"
+#include "ddp/data/sample_set.hpp"
 
 namespace ddp::data {
 
 enum class Split { train, test };
 
 // CIFAR-10 binary: data_batch_1..5.bin (train) or test_batch.bin (test) in root.
-Dataset read_cifar10(const std::filesystem::path& root, Split split);
+SampleSet read_cifar10(const std::filesystem::path& root, Split split);
 // CIFAR-100 binary: train.bin / test.bin in root; records <coarse label, fine label, 3072 pixels>.
 // Uses the fine labels (100 classes).
-Dataset read_cifar100(const std::filesystem::path& root, Split split);
+SampleSet read_cifar100(const std::filesystem::path& root, Split split);
 // IDX image + label files (raw or gzip, detected by magic bytes, not by name).
-Dataset read_idx(const std::filesystem::path& images, const std::filesystem::path& labels,
-                 int num_classes = 10);
+SampleSet read_idx(const std::filesystem::path& images, const std::filesystem::path& labels,
+                   int num_classes = 10);
 // MNIST / Fashion-MNIST layout in root: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz].
-Dataset read_mnist_dir(const std::filesystem::path& root, Split split);
+SampleSet read_mnist_dir(const std::filesystem::path& root, Split split);
 
 // The reader of the configured dataset, from the registry (registry.hpp): built-ins from
 // data.root, "packed" from data.train_file / data.test_file (packed_reader.hpp).
-Dataset read_dataset(const Options& opt, Split split);
+SampleSet read_dataset(const Options& opt, Split split);
 // The same for a dataset name and root (built-ins only).
-Dataset read_dataset(const std::string& name, const std::filesystem::path& root, Split split);
+SampleSet read_dataset(const std::string& name, const std::filesystem::path& root, Split split);
 
 }  // namespace ddp::data

@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "ddp/data/dataset.hpp"
 #include "ddp/data/options.hpp"
 #include "ddp/data/readers.hpp"
+#include "ddp/data/sample_set.hpp"
 
 namespace ddp::data {
 
@@ -23,7 +23,7 @@ struct DatasetInfo {
   // Fixed by the format; all 0 for a dataset whose files say (packed).
   DatasetShape shape;
   bool builtin = true;  // read from data.root (and `ddp_train pack --format NAME` takes it)
-  Dataset (*read)(const Options&, Split) = nullptr;
+  SampleSet (*read)(const Options&, Split) = nullptr;
 };
 
 // Every dataset, built-ins first.

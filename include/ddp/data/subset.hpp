@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "ddp/data/dataset.hpp"
 #include "ddp/data/readers.hpp"
+#include "ddp/data/sample_set.hpp"
 
 namespace ddp::data {
 
@@ -20,10 +20,10 @@ std::vector<std::int64_t> random_subset(std::int64_t n, std::int64_t k, std::uin
 
 // `ds` limited to `limit` samples (0 or >= its size: `ds` itself), picked by `pick` ("random":
 // random_subset with `seed`, in file order; "first": the first `limit`).
-Dataset limit_samples(const Dataset& ds, std::int64_t limit, const std::string& pick,
-                      std::uint64_t seed, Split split);
+SampleSet limit_samples(const SampleSet& ds, std::int64_t limit, const std::string& pick,
+                        std::uint64_t seed, Split split);
 
 // How many distinct labels the samples of `ds` carry (for the start-up line of a limited run).
-int classes_present(const Dataset& ds);
+int classes_present(const SampleSet& ds);
 
 }  // namespace ddp::data

@@ -4,8 +4,8 @@
 #include <span>
 #include <vector>
 
-#include "ddp/data/dataset.hpp"
 #include "ddp/data/resized_crop.hpp"
+#include "ddp/data/sample_set.hpp"
 
 namespace ddp::data {
 
@@ -16,7 +16,7 @@ struct Normalization {
 };
 
 // Per-channel mean and (population) standard deviation of the dataset's pixels on the [0,1] scale.
-Normalization compute_normalization(const Dataset& ds);
+Normalization compute_normalization(const SampleSet& ds);
 
 struct Augmentation {
   // Pad by crop_padding black pixels (0 before normalisation, as torchvision pads), crop back.
@@ -44,12 +44,12 @@ Augmentation eval_augmentation(const Options& opt);
 std::int64_t transform_output_side(const Options& opt);
 
 // The floats per output sample: c * h * w of the dataset, or c * out_size^2 when resizing.
-std::int64_t output_sample_floats(const Dataset& ds, const Augmentation& aug);
+std::int64_t output_sample_floats(const SampleSet& ds, const Augmentation& aug);
 
 // Writes images[indices[i]] normalised (and augmented) into out[i*c*h*w ...] and labels into
 // out_labels[i]. Augmentation draws depend only on (seed, epoch, sample index).
-void fill_batch(const Dataset& ds, std::span<const std::int64_t> indices, const Normalization& norm,
-                const Augmentation& aug, std::uint64_t seed, std::uint64_t epoch, float* out,
-                std::int32_t* out_labels);
+void fill_batch(const SampleSet& ds, std::span<const std::int64_t> indices,
+                const Normalization& norm, const Augmentation& aug, std::uint64_t seed,
+                std::uint64_t epoch, float* out, std::int32_t* out_labels);
 
 }  // namespace ddp::data

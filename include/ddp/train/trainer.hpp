@@ -10,7 +10,6 @@
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/comm/communicator.hpp"
 #include "ddp/data/dataset.hpp"
-#include "ddp/data/packed_stream.hpp"
 #include "ddp/data/sampler.hpp"
 #include "ddp/data/transform.hpp"
 #include "ddp/nn/loss.hpp"
@@ -92,8 +91,8 @@ class Trainer {
   void set_rank_shares(const std::vector<std::int64_t>& weights);
 
   nn::Model& model() { return *model_; }
-  const data::Dataset& train_set() const { return train_; }
-  const data::Dataset& test_set() const { return test_; }
+  const data::SampleSet& train_set() const { return train_data_->samples(); }
+  const data::SampleSet& test_set() const { return test_data_->samples(); }
 
  private:
   // Trains epoch `epoch` from step `first_step`. When all ranks agreed to stop: `stopped` if the
@@ -138,12 +137,11 @@ class Trainer {
   comm::Communicator& comm_;
   std::ostream& out_;
   std::unique_ptr<backend::Backend> be_;
-  comm::Communicator* grad_comm_;  // comm_ or the NCCL communicator
-  data::Dataset train_, test_;
+  comm::Communicator* grad_comm_;                          // comm_ or the NCCL communicator
+  std::unique_ptr<data::Dataset> train_data_, test_data_;  // what the loaders read
   // data.cache_mb > 0: the streams train_ and test_ view (null when the data is in memory).
-  std::shared_ptr<data::PackedStream> train_stream_, test_stream_;
   std::vector<std::int64_t> train_chunks_;  // data.shuffle_window > 0: each sample's chunk
-  std::string subset_note_;  // start-up lines of data.train_limit / test_limit subsets
+  std::string data_note_;  // start-up lines on the data: limit subsets, a node cache not taken
   data::Normalization norm_;
   std::vector<std::string> class_names_;
   std::unique_ptr<nn::Model> model_;

@@ -1,9 +1,9 @@
-// The in-memory Dataset: construction checks and head() views.
+// The in-memory SampleSet: construction checks and head() views.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "data_test_util.hpp"
-#include "ddp/data/dataset.hpp"
+#include "ddp/data/sample_set.hpp"
 
 namespace ddp::data {
 namespace {
@@ -16,7 +16,7 @@ using ::testing::HasSubstr;
 using Labels = std::vector<data::Label>;
 
 TEST(DataDataset, HoldsShapeAndSamples) {
-  const Dataset ds = pattern_dataset(5, 3, 2, 4);
+  const SampleSet ds = pattern_dataset(5, 3, 2, 4);
   EXPECT_EQ(ds.size(), 5);
   EXPECT_EQ(ds.image_bytes(), 24);
   EXPECT_EQ(ds.pixels().size(), 120u);
@@ -28,7 +28,7 @@ TEST(DataDataset, HoldsShapeAndSamples) {
 
 TEST(DataDataset, RejectsSizeMismatch) {
   const std::string msg = data_error_of([] {
-    Dataset("my.bin", 1, 2, 2, 10, Bytes(7), Labels{0, 1});
+    SampleSet("my.bin", 1, 2, 2, 10, Bytes(7), Labels{0, 1});
   });
   EXPECT_THAT(msg, HasSubstr("my.bin"));
   EXPECT_THAT(msg, HasSubstr("need 8 pixel bytes, but there are 7"));
@@ -36,34 +36,34 @@ TEST(DataDataset, RejectsSizeMismatch) {
 
 TEST(DataDataset, RejectsLabelOutOfRange) {
   const std::string msg = data_error_of([] {
-    Dataset("my.bin", 1, 1, 1, 3, Bytes{0, 0, 0}, Labels{0, 2, 3});
+    SampleSet("my.bin", 1, 1, 1, 3, Bytes{0, 0, 0}, Labels{0, 2, 3});
   });
   EXPECT_THAT(msg, HasSubstr("my.bin: sample 2 has label 3, but labels must be in 0..2"));
 }
 
 TEST(DataDataset, RejectsBadShapeAndClassCount) {
-  EXPECT_THAT(data_error_of([] { Dataset("x", 0, 1, 1, 3, Bytes{}, Labels{}); }),
+  EXPECT_THAT(data_error_of([] { SampleSet("x", 0, 1, 1, 3, Bytes{}, Labels{}); }),
               HasSubstr("invalid image shape 0x1x1"));
-  EXPECT_THAT(data_error_of([] { Dataset("x", 1, 1, 1, 0, Bytes{}, Labels{}); }),
+  EXPECT_THAT(data_error_of([] { SampleSet("x", 1, 1, 1, 0, Bytes{}, Labels{}); }),
               HasSubstr("invalid number of classes 0"));
 }
 
 // Labels are int32: ImageNet's 1,000 classes (and more) fit, and a negative label is refused.
 TEST(DataDataset, HoldsThousandsOfClasses) {
-  const Dataset ds("big.h5", 1, 1, 1, 21843, Bytes{0, 0, 0}, Labels{0, 999, 21842});
+  const SampleSet ds("big.h5", 1, 1, 1, 21843, Bytes{0, 0, 0}, Labels{0, 999, 21842});
   EXPECT_EQ(ds.num_classes(), 21843);
   EXPECT_EQ(ds.label(1), 999);
   EXPECT_EQ(ds.label(2), 21842);
   EXPECT_EQ(ds.gather(std::vector<std::int64_t>{2, 1}, "g").label(0), 21842);
-  EXPECT_THAT(data_error_of([] { Dataset("neg.h5", 1, 1, 1, 5, Bytes{0}, Labels{-1}); }),
+  EXPECT_THAT(data_error_of([] { SampleSet("neg.h5", 1, 1, 1, 5, Bytes{0}, Labels{-1}); }),
               HasSubstr("neg.h5: sample 0 has label -1, but labels must be in 0..4"));
 }
 
 TEST(DataDataset, HeadIsAViewThatOutlivesTheOriginal) {
-  Dataset head;
+  SampleSet head;
   const std::uint8_t* data = nullptr;
   {
-    const Dataset ds = pattern_dataset(10, 1, 3, 3);
+    const SampleSet ds = pattern_dataset(10, 1, 3, 3);
     data = ds.pixels().data();
     head = ds.head(4);
   }
@@ -77,7 +77,7 @@ TEST(DataDataset, HeadIsAViewThatOutlivesTheOriginal) {
 }
 
 TEST(DataDataset, HeadBeyondSizeIsWholeDatasetAndNegativeIsAnError) {
-  const Dataset ds = pattern_dataset(3, 1, 2, 2);
+  const SampleSet ds = pattern_dataset(3, 1, 2, 2);
   EXPECT_EQ(ds.head(100).size(), 3);
   EXPECT_EQ(ds.head(0).size(), 0);
   EXPECT_THAT(data_error_of([&] { (void)ds.head(-1); }), HasSubstr("must be >= 0"));

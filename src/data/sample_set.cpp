@@ -1,4 +1,4 @@
-#include "ddp/data/dataset.hpp"
+#include "ddp/data/sample_set.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -18,8 +18,8 @@ struct Storage {
 
 }  // namespace
 
-Dataset::Dataset(std::string origin, std::int64_t c, std::int64_t h, std::int64_t w,
-                 int num_classes, std::vector<std::uint8_t> pixels, std::vector<Label> labels)
+SampleSet::SampleSet(std::string origin, std::int64_t c, std::int64_t h, std::int64_t w,
+                     int num_classes, std::vector<std::uint8_t> pixels, std::vector<Label> labels)
     : origin_(std::move(origin)), c_(c), h_(h), w_(w), num_classes_(num_classes) {
   if (c <= 0 || h <= 0 || w <= 0) {
     throw DataError(origin_ + ": invalid image shape " + std::to_string(c) + "x" +
@@ -52,9 +52,9 @@ Dataset::Dataset(std::string origin, std::int64_t c, std::int64_t h, std::int64_
   owner_ = std::move(storage);
 }
 
-Dataset::Dataset(std::string origin, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
-                 int num_classes, std::shared_ptr<const void> owner,
-                 std::span<const std::uint8_t> pixels, std::span<const Label> labels)
+SampleSet::SampleSet(std::string origin, std::int64_t n, std::int64_t c, std::int64_t h,
+                     std::int64_t w, int num_classes, std::shared_ptr<const void> owner,
+                     std::span<const std::uint8_t> pixels, std::span<const Label> labels)
     : origin_(std::move(origin)),
       n_(n),
       c_(c),
@@ -71,9 +71,9 @@ Dataset::Dataset(std::string origin, std::int64_t n, std::int64_t c, std::int64_
                     std::to_string(w));
 }
 
-Dataset Dataset::encoded(std::string origin, std::int64_t c, int num_classes,
-                         std::vector<std::uint8_t> bytes, std::vector<std::uint64_t> offsets,
-                         std::vector<Label> labels) {
+SampleSet SampleSet::encoded(std::string origin, std::int64_t c, int num_classes,
+                             std::vector<std::uint8_t> bytes, std::vector<std::uint64_t> offsets,
+                             std::vector<Label> labels) {
   if (c <= 0) throw DataError(origin + ": invalid channel count " + std::to_string(c));
   if (num_classes < 1 || num_classes > kMaxClasses)
     throw DataError(origin + ": invalid number of classes " + std::to_string(num_classes) +
@@ -86,7 +86,7 @@ Dataset Dataset::encoded(std::string origin, std::int64_t c, int num_classes,
       throw DataError(origin + ": sample " + std::to_string(i) + " has label " +
                       std::to_string(labels[i]) + ", but labels must be in 0.." +
                       std::to_string(num_classes - 1));
-  Dataset d;
+  SampleSet d;
   d.origin_ = std::move(origin);
   d.n_ = static_cast<std::int64_t>(labels.size());
   d.c_ = c;
@@ -100,13 +100,32 @@ Dataset Dataset::encoded(std::string origin, std::int64_t c, int num_classes,
   return d;
 }
 
-Dataset Dataset::head(std::int64_t n) const {
+SampleSet SampleSet::encoded_view(std::string origin, std::int64_t c, int num_classes,
+                                  std::shared_ptr<const void> owner,
+                                  std::span<const std::uint8_t> bytes,
+                                  std::span<const std::uint64_t> offsets,
+                                  std::span<const Label> labels) {
+  if (offsets.size() != labels.size() + 1 || offsets.back() != bytes.size())
+    throw DataError(origin + ": the encoded samples' offsets do not describe their bytes");
+  SampleSet d;
+  d.origin_ = std::move(origin);
+  d.n_ = static_cast<std::int64_t>(labels.size());
+  d.c_ = c;
+  d.num_classes_ = num_classes;
+  d.owner_ = std::move(owner);
+  d.pixels_ = bytes;
+  d.labels_ = labels;
+  d.offsets_ = offsets;
+  return d;
+}
+
+SampleSet SampleSet::head(std::int64_t n) const {
   if (n < 0) {
     throw DataError(origin_ + ": cannot take the first " + std::to_string(n) +
                     " samples; the count must be >= 0");
   }
   if (n >= n_) return *this;
-  Dataset d = *this;
+  SampleSet d = *this;
   d.origin_ = origin_ + " (first " + std::to_string(n) + " of " + std::to_string(n_) + " samples)";
   d.n_ = n;
   if (is_encoded()) {
@@ -118,7 +137,7 @@ Dataset Dataset::head(std::int64_t n) const {
   return d;
 }
 
-Dataset Dataset::gather(std::span<const std::int64_t> indices, std::string origin) const {
+SampleSet SampleSet::gather(std::span<const std::int64_t> indices, std::string origin) const {
   if (is_encoded()) {
     std::vector<std::uint8_t> bytes;
     std::vector<Label> labels(indices.size());
@@ -148,7 +167,8 @@ Dataset Dataset::gather(std::span<const std::int64_t> indices, std::string origi
     std::copy(src.begin(), src.end(), pixels.begin() + static_cast<std::ptrdiff_t>(k * bytes));
     labels[k] = label(i);
   }
-  return Dataset(std::move(origin), c_, h_, w_, num_classes_, std::move(pixels), std::move(labels));
+  return SampleSet(std::move(origin), c_, h_, w_, num_classes_, std::move(pixels),
+                   std::move(labels));
 }
 
 }  // namespace ddp::data
