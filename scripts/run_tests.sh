@@ -22,8 +22,8 @@ fi
 # The packages first: the sanitizer build below needs them too.
 DDP_SETUP_NO_BUILD=1 "$here/scripts/setup.sh"
 
-# The sanitizer build is built meanwhile, from now on, on the CPU that the build and the tests leave
-# idle: SCHED_IDLE (nice 19 where that is refused) yields to every other process at once, so the
+# The sanitizer build is built, and its unit tests run, meanwhile, from now on, on the CPU that the
+# build and the tests leave idle: SCHED_IDLE (nice 19 where that is refused) yields to every other process at once, so the
 # timing-sensitive tests keep the machine they are calibrated for. Its own session, so that a
 # failing step (the script ends) takes the whole build along. Output: build-asan/build.log.
 asan_build=""
@@ -32,7 +32,10 @@ if [ "${DDP_SKIP_SANITIZE:-0}" != 1 ]; then
   setsid --wait bash -c 'chrt --idle -p 0 $$ 2> /dev/null || renice -n 19 -p $$ > /dev/null
     cmake -S "$1" -B "$1/build-asan" -DCMAKE_BUILD_TYPE=Debug -DDDP_SANITIZE=ON \
       -DDDP_BUILD_BENCH=OFF -DDDP_CUDA=OFF $3 &&
-      cmake --build "$1/build-asan" -j "$2" --target ddp_unit_tests ddp_train' \
+      cmake --build "$1/build-asan" -j "$2" --target ddp_unit_tests ddp_train &&
+      echo "== built" &&
+      cd "$1/build-asan" && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+        ctest --output-on-failure -L unit -j "$2" > unit.log 2>&1' \
     asan "$here" "$jobs" "${DDP_ASAN_CMAKE_ARGS:-}" > "$here/build-asan/build.log" 2>&1 &
   asan_build=$!
   trap '[ -z "$asan_build" ] || kill -- -"$asan_build" 2> /dev/null || true' EXIT
@@ -52,10 +55,16 @@ if [ -n "$asan_build" ]; then
   echo "== unit tests, and the integration tests that send signals, under ASan + UBSan =="
   rc=0 && wait "$asan_build" || rc=$?
   asan_build=""
-  [ "$rc" = 0 ] || { tail -50 "$here/build-asan/build.log"; echo "the ASan build failed" >&2; exit 1; }
+  if ! grep -q "^== built" "$here/build-asan/build.log"; then
+    tail -50 "$here/build-asan/build.log"
+    echo "the ASan build failed" >&2
+    exit 1
+  fi
+  # Its unit tests ran right after it, at idle priority too, while the tests above ran.
+  cat "$here/build-asan/unit.log"
+  [ "$rc" = 0 ] || { echo "unit tests failed under ASan + UBSan" >&2; exit 1; }
   # oneDNN's JIT and OpenMP runtime keep allocations for the process lifetime by design.
   export ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1
-  (cd "$here/build-asan" && ctest --output-on-failure -L unit -j "$jobs")
   # The stop path (signal handler, loader threads, mid-epoch snapshot, teardown) with ddp_train
   # itself instrumented; one at a time, as they time their signals. Reports go to files, checked
   # after: a test that expects a non-zero exit (a second signal) would not notice one.

@@ -49,7 +49,8 @@ std::size_t aligned(std::size_t offset, std::size_t alignment) {
 
 }  // namespace
 
-SampleSet broadcast_samples(const std::function<SampleSet()>& read, comm::Communicator& world) {
+SampleSet broadcast_samples(const std::function<SampleSet()>& read, comm::Communicator& world,
+                            const std::string& setting) {
   const int rank = world.rank();
   Header hdr;
   std::optional<SampleSet> local;
@@ -78,9 +79,7 @@ SampleSet broadcast_samples(const std::function<SampleSet()>& read, comm::Commun
   world.broadcast(std::as_writable_bytes(std::span<Header>(&hdr, 1)), 0);
   if (!hdr.ok) {
     if (rank == 0) throw DataError(error);
-    throw DataError(std::string("rank 0 could not read the dataset (data.distribute = "
-                                "\"broadcast\"): ") +
-                    hdr.text);
+    throw DataError("rank 0 could not read the dataset (" + setting + "): " + hdr.text);
   }
 
   // One window per node (key = world rank, so world rank 0 is node rank 0 and leader rank 0).

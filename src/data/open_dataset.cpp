@@ -45,19 +45,17 @@ bool streamed(const Options& d) {
   if (d.distribute == "broadcast")
     throw ConfigError(
         "data.distribute = \"broadcast\" holds the whole file in (shared) memory; with "
-        "data.cache_mb > 0 every rank streams the file itself (use each-reads), or set "
-        "data.cache_mb = 0");
+        "data.cache_mb > 0 every rank streams the file itself (use each-reads, with "
+        "data.cache = \"node\" to hold it once per node when it fits), or set data.cache_mb = 0");
   return true;
 }
 
 namespace {
 
-std::unique_ptr<Dataset> open_stream(const Options& d, Split split, std::uint64_t seed,
-                                     int compute_threads) {
-  const std::string& file = split == Split::train ? d.train_file : d.test_file;
+// The file samples limit_samples keeps of n, numbered as it numbers them (empty: all).
+std::vector<std::int64_t> kept_samples(const Options& d, Split split, std::uint64_t seed,
+                                       std::int64_t n) {
   const std::int64_t limit = split == Split::train ? d.train_limit : d.test_limit;
-  const std::int64_t n = packed::read_header(file).samples;
-  // The samples limit_samples would keep, numbered as it numbers them.
   std::vector<std::int64_t> samples;
   if (limit > 0 && limit < n) {
     if (d.limit_subset == "first") {
@@ -67,6 +65,11 @@ std::unique_ptr<Dataset> open_stream(const Options& d, Split split, std::uint64_
       samples = random_subset(n, limit, seed, split);
     }
   }
+  return samples;
+}
+
+std::unique_ptr<Dataset> open_stream(const Options& d, const std::string& file,
+                                     std::vector<std::int64_t> samples, int compute_threads) {
   int workers = static_cast<int>(d.workers);
   if (workers <= 0) {
     cpu_set_t set;
@@ -80,8 +83,7 @@ std::unique_ptr<Dataset> open_stream(const Options& d, Split split, std::uint64_
 
 // The bytes a packed file takes held in memory (read_packed: raw or decoded pixels, or the encoded
 // bytes of images of varying sizes, plus labels and offsets).
-std::int64_t held_bytes(const std::string& file) {
-  const packed::Header h = packed::read_header(file);
+std::int64_t held_bytes(const std::string& file, const packed::Header& h) {
   if (h.encoding == packed::Encoding::encoded && !h.fixed_size()) {
     const h5::QuietErrors quiet;
     const h5::File f = packed::detail::open_for_reading(file);
@@ -101,24 +103,37 @@ std::unique_ptr<Dataset> open_dataset(const Options& d, Split split, std::uint64
                                       comm::Communicator& world, int compute_threads,
                                       std::string& note) {
   const std::int64_t limit = split == Split::train ? d.train_limit : d.test_limit;
-  const auto in_memory = [&](SampleSet set) {
+  if (!streamed(d)) {
+    SampleSet set = load_distributed(d, split, world);
     const std::int64_t all = set.size();
-    return std::make_unique<InMemoryDataset>(
-        limit_samples(std::move(set), limit, d.limit_subset, seed, split), all);
-  };
-  if (!streamed(d)) return in_memory(load_distributed(d, split, world));
+    return std::make_unique<InMemoryDataset>(limit_samples(set, limit, d.limit_subset, seed, split),
+                                             all);
+  }
+  const std::string& file = split == Split::train ? d.train_file : d.test_file;
+  const packed::Header h = packed::read_header(file);
+  std::vector<std::int64_t> samples = kept_samples(d, split, seed, h.samples);
   if (d.cache == "node") {
-    // Every rank decides alike (the sharing is collective): the split is held once per node only
-    // if it fits on every node, in what that node's ranks may cache together.
-    const std::string& file = split == Split::train ? d.train_file : d.test_file;
-    const std::int64_t need = held_bytes(file);
+    // The bytes the node would hold: the kept samples' share of the file's (exact for images of
+    // one size). Every rank decides alike (the sharing is collective): the split is held once per
+    // node only if it fits on every node, in what that node's ranks may cache together.
+    const auto kept = samples.empty() ? h.samples : static_cast<std::int64_t>(samples.size());
+    const auto need = static_cast<std::int64_t>(
+        static_cast<double>(held_bytes(file, h)) * static_cast<double>(kept) /
+        static_cast<double>(std::max<std::int64_t>(1, h.samples)));
     const std::int64_t ranks = ranks_on_node(), budget = ranks * (d.cache_mb << 20);
     std::int64_t too_big = need > budget ? 1 : 0;
     world.allreduce_sum(std::span<std::int64_t>(&too_big, 1));
     if (too_big == 0) {
       note += "data.cache = node: " + file + " (" + mib(need) +
               ") is held once per node in shared memory\n";
-      return in_memory(broadcast_samples([&] { return read_packed(file); }, world));
+      // The chunks as the stream would give them: data.shuffle_window orders alike either way.
+      std::vector<std::int64_t> chunks;
+      if (d.shuffle_window > 0) chunks = chunk_of_samples(file, samples);
+      // Rank 0 takes the subset before sharing, so the node holds only the kept samples.
+      SampleSet set = broadcast_samples(
+          [&] { return limit_samples(read_packed(file), limit, d.limit_subset, seed, split); },
+          world, "data.cache = \"node\"");
+      return std::make_unique<InMemoryDataset>(std::move(set), h.samples, std::move(chunks));
     }
     note += "data.cache = node: " + file + " takes " + mib(need) + " in memory, more than " +
             (need > budget ? std::to_string(ranks) + " ranks x data.cache_mb = " + mib(budget) +
@@ -126,7 +141,7 @@ std::unique_ptr<Dataset> open_dataset(const Options& d, Split split, std::uint64
                            : std::string("another node's ranks x data.cache_mb")) +
             ": each rank streams it through its own cache\n";
   }
-  return open_stream(d, split, seed, compute_threads);
+  return open_stream(d, file, std::move(samples), compute_threads);
 }
 
 }  // namespace ddp::data

@@ -168,4 +168,34 @@ SampleSet read_packed(const fs::path& file) {
                    std::move(pixels), std::move(labels));
 }
 
+std::vector<std::int64_t> chunk_of_samples(const fs::path& file,
+                                           std::span<const std::int64_t> samples) {
+  const Header h = read_header(file);
+  const auto n = static_cast<std::uint64_t>(h.samples);
+  std::vector<std::uint64_t> offsets;
+  if (h.encoding == Encoding::encoded) {
+    const h5::QuietErrors quiet;
+    const h5::File f = packed::detail::open_for_reading(file);
+    check_dims(file, kOffsets, packed::detail::dims_of(f, file, kOffsets), {n + 1});
+    offsets.resize(n + 1);
+    packed::detail::read_rows(f, file, kOffsets, H5T_NATIVE_UINT64, 0, n + 1, offsets.data());
+  }
+  const auto chunk = [&](std::int64_t s) -> std::int64_t {
+    if (s < 0 || s >= h.samples)
+      throw DataError(quoted(file) + ": sample " + std::to_string(s) +
+                      " asked for, but the file holds " + std::to_string(h.samples));
+    return h.encoding == Encoding::raw
+               ? s / h.samples_per_chunk
+               : static_cast<std::int64_t>(offsets[static_cast<std::size_t>(s)]) / h.chunk_bytes;
+  };
+  std::vector<std::int64_t> out;
+  if (samples.empty()) {
+    out.resize(static_cast<std::size_t>(h.samples));
+    for (std::int64_t s = 0; s < h.samples; ++s) out[static_cast<std::size_t>(s)] = chunk(s);
+  } else {
+    for (const std::int64_t s : samples) out.push_back(chunk(s));
+  }
+  return out;
+}
+
 }  // namespace ddp::data

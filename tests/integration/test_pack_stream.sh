@@ -50,17 +50,23 @@ run stream2 2 --data.cache_mb 3 --data.workers 2
 same mem2 stream2
 [ "$(grep -c '"test_acc"' "$WORK/mem1/metrics.jsonl")" = 2 ] || fail "not two evaluations in the metrics"
 
-# data.cache = node: the training file (~9 MiB) fits in 2 ranks x 6 MiB, so each node holds it
-# once in shared memory; in 2 ranks x 2 MiB it does not, so each rank streams it, and says so.
+# data.cache = node: the training subset (2000 samples, ~6 MiB) fits in 2 ranks x 6 MiB, so each
+# node holds it once in shared memory; in 2 ranks x 2 MiB it does not, so each rank streams it, and
+# says so.
 # Either way the weights are those of holding it in memory.
 run node2 2 --data.cache_mb 6 --data.cache node
-grep -q "data.cache = node: .*train.h5 (9 MiB) is held once per node in shared memory" "$WORK/node2.log" ||
+# The node holds only the 2000 kept samples of 3000 (data.train_limit): 6 MiB, not the file's 9.
+grep -q "data.cache = node: .*train.h5 (6 MiB) is held once per node in shared memory" "$WORK/node2.log" ||
   { cat "$WORK/node2.log"; fail "data.cache = node did not say it holds the file per node"; }
 same mem2 node2
 run node2small 2 --data.cache_mb 2 --data.cache node
-grep -q "data.cache = node: .*train.h5 takes 9 MiB in memory, more than 2 ranks x data.cache_mb = 4 MiB on this node: each rank streams it" "$WORK/node2small.log" ||
+grep -q "data.cache = node: .*train.h5 takes 6 MiB in memory, more than 2 ranks x data.cache_mb = 4 MiB on this node: each rank streams it" "$WORK/node2small.log" ||
   { cat "$WORK/node2small.log"; fail "data.cache = node did not say why it streams per rank"; }
 same mem2 node2small
+# With data.shuffle_window the file held per node gives the chunk-wise order of streaming it.
+run node2win 2 --data.cache_mb 6 --data.cache node --data.shuffle_window 2
+grep -q "is held once per node in shared memory" "$WORK/node2win.log" ||
+  { cat "$WORK/node2win.log"; fail "data.cache = node did not hold the file per node"; }
 if "$BIN" "${common[@]}" --run-dir "$WORK/nodemem" --data.cache node > "$WORK/nodemem.log" 2>&1; then
   fail "data.cache = node was accepted for a file held in memory"
 fi
@@ -85,6 +91,7 @@ run win2 2 --data.cache_mb 6 --data.workers 2 --data.shuffle_window 2
 run win2w1 2 --data.cache_mb 4 --data.workers 1 --data.shuffle_window 2
 same win1 win1w3
 same win2 win2w1
+same win2 node2win
 if "$PY" "$SRC/tests/integration/pack/same_weights.py" "$WORK/mem1/snapshot_e0002.h5" \
     "$WORK/win1/snapshot_e0002.h5" > /dev/null 2>&1; then
   fail "data.shuffle_window = 2 trained the full shuffle's weights: the window changed nothing"

@@ -24,9 +24,11 @@ class Dataset {
   virtual std::int64_t source_size() const { return samples().size(); }
 
   // Make these samples' bytes readable in samples() / hand their memory back / start reading them
-  // in the background for a later stage(). Thread-safe; const because they change what is
-  // resident, never what a sample holds. Errors (a corrupt chunk, a sample that does not decode)
-  // surface in stage() as a DataError naming the file and sample.
+  // in the background for a later stage(). One loader stages and releases at a time (release()
+  // may free a page a neighbouring sample shares); prefetch() may come from any thread. Const
+  // because they change what is resident, never what a sample holds. A corrupt chunk surfaces in
+  // stage() as a DataError naming the file, chunk and samples; a sample that does not decode, in
+  // stage() or (kept encoded) when the loader decodes it.
   virtual void stage(std::span<const std::int64_t> /*indices*/) const {}
   virtual void release(std::span<const std::int64_t> /*indices*/) const {}
   virtual void prefetch(std::span<const std::int64_t> /*indices*/) const {}
@@ -45,15 +47,21 @@ class Dataset {
 class InMemoryDataset final : public Dataset {
  public:
   // source_size: the samples before a limit picked `samples` from them (0: samples.size()).
-  explicit InMemoryDataset(SampleSet samples, std::int64_t source_size = 0)
+  // chunks: each sample's chunk in the packed file it was read from, for data.shuffle_window over
+  // a file held once per node (data.cache = "node"); empty otherwise.
+  explicit InMemoryDataset(SampleSet samples, std::int64_t source_size = 0,
+                           std::vector<std::int64_t> chunks = {})
       : samples_(std::move(samples)),
-        source_size_(source_size > 0 ? source_size : samples_.size()) {}
+        source_size_(source_size > 0 ? source_size : samples_.size()),
+        chunks_(std::move(chunks)) {}
   const SampleSet& samples() const override { return samples_; }
   std::int64_t source_size() const override { return source_size_; }
+  std::vector<std::int64_t> chunk_of_samples() const override { return chunks_; }
 
  private:
   SampleSet samples_;
   std::int64_t source_size_;
+  std::vector<std::int64_t> chunks_;
 };
 
 }  // namespace ddp::data

@@ -3,6 +3,7 @@
 // reads them and the bytes travel through the Communicator (under its stall timeout) into one MPI
 // shared-memory window per node, so three ranks on a workstation hold one copy, not three.
 #include <functional>
+#include <string>
 
 #include "ddp/comm/communicator.hpp"
 #include "ddp/data/options.hpp"
@@ -17,8 +18,10 @@ namespace ddp::data {
 SampleSet load_distributed(const Options& opt, Split split, comm::Communicator& world);
 
 // Rank 0 runs `read`; every node then holds one copy of the result in MPI shared memory (fixed-size
-// images, or encoded ones of varying sizes with their offsets). Collective over `world`.
-SampleSet broadcast_samples(const std::function<SampleSet()>& read, comm::Communicator& world);
+// images, or encoded ones of varying sizes with their offsets). Collective over `world`. `setting`
+// names what asked for it in the other ranks' error when rank 0 cannot read.
+SampleSet broadcast_samples(const std::function<SampleSet()>& read, comm::Communicator& world,
+                            const std::string& setting = "data.distribute = \"broadcast\"");
 
 // How many of the job's ranks run on this rank's node (MPI's shared-memory split).
 int ranks_on_node();

@@ -139,9 +139,8 @@ class Trainer {
   std::unique_ptr<backend::Backend> be_;
   comm::Communicator* grad_comm_;                          // comm_ or the NCCL communicator
   std::unique_ptr<data::Dataset> train_data_, test_data_;  // what the loaders read
-  // data.cache_mb > 0: the streams train_ and test_ view (null when the data is in memory).
   std::vector<std::int64_t> train_chunks_;  // data.shuffle_window > 0: each sample's chunk
-  std::string data_note_;  // start-up lines on the data: limit subsets, a node cache not taken
+  std::string data_note_;  // start-up lines on the data: limit subsets, data.cache = node
   data::Normalization norm_;
   std::vector<std::string> class_names_;
   std::unique_ptr<nn::Model> model_;
