@@ -9,6 +9,7 @@
 #include "ddp/nn/batch_stats_reducer.hpp"
 #include "ddp/nn/graph.hpp"
 #include "ddp/nn/layer_factory.hpp"
+#include "ddp/nn/layout_plan.hpp"
 #include "ddp/rng.hpp"
 
 namespace ddp::nn {
@@ -39,6 +40,7 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input, std::int64
   if (specs.empty()) throw ConfigError("model: no layers");
   for (const auto& spec : specs) layers_.push_back(make_layer(spec, be));
   GraphPlan plan = plan_graph(layers_, input);
+  plan_layouts(layers_, plan, be.activation_block());
   std::vector<std::size_t> param_owner, buffer_owner;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     for (auto& p : layers_[i]->param_specs()) {

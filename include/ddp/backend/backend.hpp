@@ -17,6 +17,10 @@ namespace ddp::backend {
 // Convolution of an NCHW input with weights [k, c / groups, r, s] (PyTorch's layout): input and
 // output channels split into `groups` equal parts, part g of the output seeing only part g of the
 // input (depthwise: groups = c). Dilation counts as PyTorch does (1 = dense kernel).
+// Activation layouts. 0: plain NCHW, PyTorch's. B > 0: oneDNN's blocked nChw<B>c (channel blocks of
+// B, the innermost B channels of a pixel side by side; C a multiple of B), the layout its CPU
+// convolutions compute in, so that a chain conv -> batch norm -> ReLU -> add -> conv needs no
+// conversion between layers (Backend::activation_block; nn/layout_plan.hpp decides where).
 struct ConvGeom {
   std::int64_t c = 0, h = 0, w = 0;  // input
   std::int64_t k = 0, r = 0, s = 0;  // output channels, kernel height/width
@@ -24,6 +28,7 @@ struct ConvGeom {
   std::int64_t dil_h = 1, dil_w = 1, groups = 1;
   std::int64_t oh = 0, ow = 0;  // output height/width
   bool bias = true;
+  int src_block = 0, dst_block = 0;  // the input's (and its gradient's) and the output's layouts
 };
 
 // Element-wise activations. relu, relu6 and leaky_relu (alpha = slope >= 0) have backward passes
@@ -51,6 +56,7 @@ struct PoolGeom {
   std::int64_t c = 0, h = 0, w = 0;
   std::int64_t kh = 2, kw = 2, stride_h = 2, stride_w = 2, pad_h = 0, pad_w = 0;
   std::int64_t oh = 0, ow = 0;
+  int block = 0;  // the layout of input and output (and their gradients)
 };
 
 class PoolOp {
@@ -81,6 +87,7 @@ struct BatchNormGeom {
   std::int64_t c = 0, h = 1, w = 1;
   float eps = 1e-5f;
   float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch statistic
+  int block = 0;          // the layout of x, y and their gradients
 };
 
 class BatchNormOp {
@@ -119,6 +126,9 @@ class Backend {
   virtual Device device() const = 0;
   virtual std::string name() const = 0;
 
+  // The blocked activation layout this backend's convolutions, pooling and batch norm take (see
+  // ConvGeom), or 0 when it has none (plain NCHW only: the GPU).
+  virtual int activation_block() const { return 0; }
   virtual std::unique_ptr<ConvOp> conv(const ConvGeom& g) = 0;
   virtual std::unique_ptr<PoolOp> pool(const PoolGeom& g) = 0;
   virtual std::unique_ptr<LinearOp> linear(const LinearGeom& g) = 0;

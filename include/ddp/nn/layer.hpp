@@ -41,6 +41,13 @@ struct ParamSpec {
   std::int64_t fan_out = 0;  // kaiming_normal_fan_out: out_channels x kernel area (as PyTorch)
 };
 
+// How a layer takes the backend's blocked activation layout (backend::ConvGeom; nn/layout_plan.hpp
+// decides which activations use it): plain = its inputs and output are plain NCHW; elementwise =
+// any layout, its output in that of its inputs, which all share one (ReLU, add); same = one layout
+// for its input and output, which set_layouts tells it (batch norm, pooling); independent = its
+// input's and its output's layouts may differ (convolution, global average pooling).
+enum class LayoutUse { plain, elementwise, same, independent };
+
 class Layer {
  public:
   explicit Layer(LayerSpec spec) : spec_(std::move(spec)) {}
@@ -83,6 +90,11 @@ class Layer {
   // False when backward reads only the layer's input, parameters and saved state, never its output
   // (convolution, linear, batch norm): an in-place layer above may then overwrite the output.
   virtual bool backward_reads_output() const { return true; }
+  virtual LayoutUse layout_use() const { return LayoutUse::plain; }
+  // After infer: the layouts (block sizes, 0 = plain) of the input and the output, for layers whose
+  // layout_use is same or independent (they rebuild their backend ops). Called only when one of
+  // the two is blocked.
+  virtual void set_layouts(int /*in_block*/, int /*out_block*/) {}
   // Multiply-adds x 2 of one sample's forward pass (for GFLOP/s reports).
   virtual double forward_flops() const { return 0.0; }
 

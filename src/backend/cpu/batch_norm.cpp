@@ -1,9 +1,11 @@
-// Batch normalisation as plain loops over NCHW memory: per channel, sums over the batch in double
-// (in a fixed order, so the result does not depend on the thread count), then one pass that
-// normalises. oneDNN 2.6's batch norm on plain NCHW memory is its generic C++ kernel ("ncsp"),
-// 3-6x slower than these loops (bench/: ResNet-20's batch norms took ~100 ms of a 443 ms step on
-// a 2-CPU AVX2 machine). The running statistics follow PyTorch (momentum update, unbiased
-// variance). Sync batch norm uses the same loops, split around the sum over the ranks.
+// Batch normalisation as plain loops: per channel, sums over the batch in double (in a fixed order,
+// so the result does not depend on the thread count), then one pass that normalises. oneDNN 2.6's
+// batch norm on plain NCHW memory is its generic C++ kernel ("ncsp"), 3-6x slower than these loops
+// (ResNet-20's batch norms took ~100 ms of a 443 ms step on a 2-CPU AVX2 machine). The running
+// statistics follow PyTorch (momentum update, unbiased variance). Sync batch norm uses the same
+// loops, split around the sum over the ranks. Activations are plain NCHW (a row of h*w values per
+// sample and channel) or blocked nChw<B>c (BatchNormGeom::block: per sample and block of B
+// channels, h*w pixels of B interleaved channels).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -14,7 +16,7 @@
 namespace ddp::backend::cpu {
 namespace {
 
-// One (sample, channel) row of hw values each; built for AVX2 too (chosen at load time).
+// Plain layout: one (sample, channel) row of len values. Built for AVX2 too (chosen at load time).
 DDP_ALSO_AVX2 void row_sums(const float* p, std::int64_t len, double* s_out, double* q_out) {
   double s = 0.0, q = 0.0;
 #pragma omp simd reduction(+ : s, q)
@@ -49,16 +51,75 @@ DDP_ALSO_AVX2 void row_grad(const float* p, const float* d, std::int64_t len, fl
   for (std::int64_t j = 0; j < len; ++j) q[j] = a * (d[j] - k1 - (p[j] - mean) * invstd * k2);
 }
 
+// Blocked layout: len pixels of B channels each; the per-channel arguments point at the block's
+// first channel. Sums are added to s[0..B) and q[0..B).
+constexpr int kMaxBlock = 16;
+
+DDP_ALSO_AVX2 void block_sums(const float* p, std::int64_t len, int B, double* s, double* q) {
+  double ls[kMaxBlock] = {}, lq[kMaxBlock] = {};
+  for (std::int64_t j = 0; j < len; ++j) {
+    const float* v = p + j * B;
+#pragma omp simd
+    for (int l = 0; l < B; ++l) {
+      const double x = v[l];
+      ls[l] += x;
+      lq[l] += x * x;
+    }
+  }
+  for (int l = 0; l < B; ++l) {
+    s[l] += ls[l];
+    q[l] += lq[l];
+  }
+}
+
+DDP_ALSO_AVX2 void block_affine(const float* p, std::int64_t len, int B, const float* mean,
+                                const float* a, const float* b, float* q) {
+  for (std::int64_t j = 0; j < len; ++j) {
+#pragma omp simd
+    for (int l = 0; l < B; ++l) q[j * B + l] = (p[j * B + l] - mean[l]) * a[l] + b[l];
+  }
+}
+
+DDP_ALSO_AVX2 void block_grad_sums(const float* p, const float* d, std::int64_t len, int B,
+                                   const float* mean, const float* invstd, double* s, double* t) {
+  double ls[kMaxBlock] = {}, lt[kMaxBlock] = {};
+  for (std::int64_t j = 0; j < len; ++j) {
+#pragma omp simd
+    for (int l = 0; l < B; ++l) {
+      const double dy = d[j * B + l];
+      ls[l] += dy;
+      lt[l] += dy * ((p[j * B + l] - static_cast<double>(mean[l])) * invstd[l]);
+    }
+  }
+  for (int l = 0; l < B; ++l) {
+    s[l] += ls[l];
+    t[l] += lt[l];
+  }
+}
+
+DDP_ALSO_AVX2 void block_grad(const float* p, const float* d, std::int64_t len, int B,
+                              const float* mean, const float* invstd, const float* a,
+                              const float* k1, const float* k2, float* q) {
+  for (std::int64_t j = 0; j < len; ++j) {
+#pragma omp simd
+    for (int l = 0; l < B; ++l) {
+      const std::int64_t e = j * B + l;
+      q[e] = a[l] * (d[e] - k1[l] - (p[e] - mean[l]) * invstd[l] * k2[l]);
+    }
+  }
+}
+
 class BatchNorm final : public BatchNormOp {
  public:
   explicit BatchNorm(const BatchNormGeom& g)
       : g_(g),
         sums_(2 * static_cast<std::size_t>(g.c) + 1),
         dsums_(2 * static_cast<std::size_t>(g.c)),
-        sync_mean_(static_cast<std::size_t>(g.c)),
-        sync_invstd_(static_cast<std::size_t>(g.c)),
-        eval_scale_(static_cast<std::size_t>(g.c)),
-        eval_mean_(static_cast<std::size_t>(g.c)) {}
+        mean_(static_cast<std::size_t>(g.c)),
+        invstd_(static_cast<std::size_t>(g.c)),
+        scale_(static_cast<std::size_t>(g.c)),
+        k1_(static_cast<std::size_t>(g.c)),
+        k2_(static_cast<std::size_t>(g.c)) {}
 
   void forward(std::int64_t n, const float* x, const float* gamma, const float* beta,
                float* running_mean, float* running_var, float* y, bool training) override {
@@ -67,21 +128,13 @@ class BatchNorm final : public BatchNormOp {
       forward_apply(n, x, gamma, beta, running_mean, running_var, y);
       return;
     }
-    const std::int64_t c = g_.c, hw = g_.h * g_.w;
-    for (std::int64_t ch = 0; ch < c; ++ch) {
-      const auto k = static_cast<std::size_t>(ch);
-      eval_mean_[k] = running_mean[ch];
-      eval_scale_[k] =
+    // Its own factors: the batch statistics stay for a backward after this evaluation.
+    eval_scale_.resize(static_cast<std::size_t>(g_.c));
+    for (std::int64_t ch = 0; ch < g_.c; ++ch)
+      eval_scale_[static_cast<std::size_t>(ch)] =
           static_cast<float>(gamma[ch] / std::sqrt(static_cast<double>(running_var[ch]) +
                                                    static_cast<double>(g_.eps)));
-    }
-#pragma omp parallel for collapse(2) if (n * c * hw >= kParallelMin) schedule(static)
-    for (std::int64_t i = 0; i < n; ++i)
-      for (std::int64_t ch = 0; ch < c; ++ch) {
-        const auto k = static_cast<std::size_t>(ch);
-        row_affine(x + (i * c + ch) * hw, hw, eval_mean_[k], eval_scale_[k], beta[ch],
-                   y + (i * c + ch) * hw);
-      }
+    affine(n, x, running_mean, eval_scale_.data(), beta, y);
   }
 
   void backward(std::int64_t n, const float* x, const float* dy, const float* gamma, float* dx,
@@ -95,12 +148,20 @@ class BatchNorm final : public BatchNormOp {
   // activations (PyTorch combines per-rank Welford states instead, to the same effect in float).
   std::span<double> forward_sums(std::int64_t n, const float* x) override {
     const std::int64_t c = g_.c, hw = g_.h * g_.w;
+    if (g_.block > 0) {
+      block_reduce(n, [&](std::int64_t i, std::int64_t cb, double* s, double* q) {
+        block_sums(x + (i * c + cb * g_.block) * hw, hw, g_.block, s + cb * g_.block,
+                   q + cb * g_.block);
+      });
+      std::copy(partial_.begin(), partial_.begin() + 2 * c, sums_.begin());
+    } else {
 #pragma omp parallel for if (n * c * hw >= kParallelMin) schedule(static)
-    for (std::int64_t ch = 0; ch < c; ++ch) {
-      double s = 0.0, q = 0.0;
-      for (std::int64_t i = 0; i < n; ++i) row_sums(x + (i * c + ch) * hw, hw, &s, &q);
-      sums_[static_cast<std::size_t>(ch)] = s;
-      sums_[static_cast<std::size_t>(c + ch)] = q;
+      for (std::int64_t ch = 0; ch < c; ++ch) {
+        double s = 0.0, q = 0.0;
+        for (std::int64_t i = 0; i < n; ++i) row_sums(x + (i * c + ch) * hw, hw, &s, &q);
+        sums_[static_cast<std::size_t>(ch)] = s;
+        sums_[static_cast<std::size_t>(c + ch)] = q;
+      }
     }
     sums_[static_cast<std::size_t>(2 * c)] = static_cast<double>(n * hw);  // values per channel
     return sums_;
@@ -108,7 +169,7 @@ class BatchNorm final : public BatchNormOp {
 
   void forward_apply(std::int64_t n, const float* x, const float* gamma, const float* beta,
                      float* running_mean, float* running_var, float* y) override {
-    const std::int64_t c = g_.c, hw = g_.h * g_.w;
+    const std::int64_t c = g_.c;
     count_ = sums_[static_cast<std::size_t>(2 * c)];
     if (count_ <= 0) return;  // no rank had a sample: nothing to normalise or learn from
     const float unbias = count_ > 1 ? static_cast<float>(count_ / (count_ - 1)) : 1.0f;
@@ -118,55 +179,75 @@ class BatchNorm final : public BatchNormOp {
       const double mean = sums_[k] / count_;
       const double var =
           std::max(sums_[k + static_cast<std::size_t>(c)] / count_ - mean * mean, 0.0);
-      sync_mean_[k] = static_cast<float>(mean);
-      sync_invstd_[k] = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(g_.eps)));
-      // The plain op's update, in the same float arithmetic.
-      running_mean[ch] = (1 - m) * running_mean[ch] + m * sync_mean_[k];
+      mean_[k] = static_cast<float>(mean);
+      invstd_[k] = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(g_.eps)));
+      running_mean[ch] = (1 - m) * running_mean[ch] + m * mean_[k];
       running_var[ch] = (1 - m) * running_var[ch] + m * static_cast<float>(var) * unbias;
+      scale_[k] = gamma[ch] * invstd_[k];
     }
-#pragma omp parallel for collapse(2) if (n * c * hw >= kParallelMin) schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) {
-      for (std::int64_t ch = 0; ch < c; ++ch) {
-        const auto k = static_cast<std::size_t>(ch);
-        row_affine(x + (i * c + ch) * hw, hw, sync_mean_[k], gamma[ch] * sync_invstd_[k], beta[ch],
-                   y + (i * c + ch) * hw);
-      }
-    }
+    affine(n, x, mean_.data(), scale_.data(), beta, y);
   }
 
   std::span<double> backward_sums(std::int64_t n, const float* x, const float* dy, float* dgamma,
                                   float* dbeta) override {
     const std::int64_t c = g_.c, hw = g_.h * g_.w;
+    if (g_.block > 0) {
+      const int B = g_.block;
+      block_reduce(n, [&](std::int64_t i, std::int64_t cb, double* s, double* t) {
+        const std::int64_t at = (i * c + cb * B) * hw;
+        block_grad_sums(x + at, dy + at, hw, B, mean_.data() + cb * B, invstd_.data() + cb * B,
+                        s + cb * B, t + cb * B);
+      });
+      std::copy(partial_.begin(), partial_.begin() + 2 * c, dsums_.begin());
+    } else {
 #pragma omp parallel for if (n * c * hw >= kParallelMin) schedule(static)
+      for (std::int64_t ch = 0; ch < c; ++ch) {
+        const auto k = static_cast<std::size_t>(ch);
+        double s = 0.0, t = 0.0;
+        for (std::int64_t i = 0; i < n; ++i)
+          row_grad_sums(x + (i * c + ch) * hw, dy + (i * c + ch) * hw, hw, mean_[k], invstd_[k], &s,
+                        &t);
+        dsums_[k] = s;
+        dsums_[k + static_cast<std::size_t>(c)] = t;
+      }
+    }
     for (std::int64_t ch = 0; ch < c; ++ch) {
-      const auto k = static_cast<std::size_t>(ch);
-      const double mean = sync_mean_[k], invstd = sync_invstd_[k];
-      double s = 0.0, t = 0.0;
-      for (std::int64_t i = 0; i < n; ++i)
-        row_grad_sums(x + (i * c + ch) * hw, dy + (i * c + ch) * hw, hw, mean, invstd, &s, &t);
-      dsums_[k] = s;
-      dsums_[k + static_cast<std::size_t>(c)] = t;
-      dbeta[ch] = static_cast<float>(s);
-      dgamma[ch] = static_cast<float>(t);
+      dbeta[ch] = static_cast<float>(dsums_[static_cast<std::size_t>(ch)]);
+      dgamma[ch] = static_cast<float>(dsums_[static_cast<std::size_t>(c + ch)]);
     }
     return dsums_;
   }
 
+  // dx = gamma * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)), means over every rank's
+  // samples.
   void backward_apply(std::int64_t n, const float* x, const float* dy, const float* gamma,
                       float* dx) override {
     if (!dx || n == 0) return;
     const std::int64_t c = g_.c, hw = g_.h * g_.w;
-    // dx = gamma * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)), means over every rank's
-    // samples.
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      const auto k = static_cast<std::size_t>(ch);
+      scale_[k] = gamma[ch] * invstd_[k];
+      k1_[k] = static_cast<float>(dsums_[k] / count_);
+      k2_[k] = static_cast<float>(dsums_[k + static_cast<std::size_t>(c)] / count_);
+    }
+    if (g_.block > 0) {
+      const int B = g_.block;
+      const std::int64_t blocks = c / B;
+#pragma omp parallel for collapse(2) if (n * c * hw >= kParallelMin) schedule(static)
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t cb = 0; cb < blocks; ++cb) {
+          const std::int64_t at = (i * c + cb * B) * hw;
+          block_grad(x + at, dy + at, hw, B, mean_.data() + cb * B, invstd_.data() + cb * B,
+                     scale_.data() + cb * B, k1_.data() + cb * B, k2_.data() + cb * B, dx + at);
+        }
+      return;
+    }
 #pragma omp parallel for collapse(2) if (n * c * hw >= kParallelMin) schedule(static)
     for (std::int64_t i = 0; i < n; ++i) {
       for (std::int64_t ch = 0; ch < c; ++ch) {
         const auto k = static_cast<std::size_t>(ch);
-        const float mean = sync_mean_[k], invstd = sync_invstd_[k], a = gamma[ch] * invstd;
-        const auto k1 = static_cast<float>(dsums_[k] / count_);
-        const auto k2 = static_cast<float>(dsums_[k + static_cast<std::size_t>(c)] / count_);
-        row_grad(x + (i * c + ch) * hw, dy + (i * c + ch) * hw, hw, mean, invstd, a, k1, k2,
-                 dx + (i * c + ch) * hw);
+        row_grad(x + (i * c + ch) * hw, dy + (i * c + ch) * hw, hw, mean_[k], invstd_[k], scale_[k],
+                 k1_[k], k2_[k], dx + (i * c + ch) * hw);
       }
     }
   }
@@ -174,14 +255,58 @@ class BatchNorm final : public BatchNormOp {
  private:
   // Below this many elements a loop runs on one thread (a parallel region costs microseconds).
   static constexpr std::int64_t kParallelMin = 1 << 15;
+  // Blocked sums: samples in groups of this many, each group's per-channel sums added in group
+  // order, so that the result does not depend on the thread count.
+  static constexpr std::int64_t kGroup = 4;
+
+  // y = (x - mean) * scale + shift per channel.
+  void affine(std::int64_t n, const float* x, const float* mean, const float* scale,
+              const float* shift, float* y) {
+    const std::int64_t c = g_.c, hw = g_.h * g_.w;
+    if (g_.block > 0) {
+      const int B = g_.block;
+      const std::int64_t blocks = c / B;
+#pragma omp parallel for collapse(2) if (n * c * hw >= kParallelMin) schedule(static)
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t cb = 0; cb < blocks; ++cb) {
+          const std::int64_t at = (i * c + cb * B) * hw;
+          block_affine(x + at, hw, B, mean + cb * B, scale + cb * B, shift + cb * B, y + at);
+        }
+      return;
+    }
+#pragma omp parallel for collapse(2) if (n * c * hw >= kParallelMin) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t ch = 0; ch < c; ++ch) {
+        row_affine(x + (i * c + ch) * hw, hw, mean[ch], scale[ch], shift[ch],
+                   y + (i * c + ch) * hw);
+      }
+  }
+
+  // Two per-channel sums over the blocked batch: add(i, cb, first, second) adds sample i's block cb
+  // to first[cb * B ...] and second[cb * B ...]. The totals land in partial_[0, 2c).
+  template <class Add>
+  void block_reduce(std::int64_t n, const Add& add) {
+    const std::int64_t c = g_.c, hw = g_.h * g_.w, blocks = c / g_.block;
+    const std::int64_t groups = std::max<std::int64_t>(1, (n + kGroup - 1) / kGroup);
+    partial_.assign(static_cast<std::size_t>(groups * 2 * c), 0.0);
+#pragma omp parallel for if (n * c * hw >= kParallelMin) schedule(static)
+    for (std::int64_t gi = 0; gi < groups; ++gi) {
+      double* first = partial_.data() + gi * 2 * c;
+      for (std::int64_t i = gi * kGroup; i < std::min(n, (gi + 1) * kGroup); ++i)
+        for (std::int64_t cb = 0; cb < blocks; ++cb) add(i, cb, first, first + c);
+    }
+    for (std::int64_t gi = 1; gi < groups; ++gi)
+      for (std::int64_t k = 0; k < 2 * c; ++k)
+        partial_[static_cast<std::size_t>(k)] += partial_[static_cast<std::size_t>(gi * 2 * c + k)];
+  }
 
   BatchNormGeom g_;
-  // The per-channel sums (all-reduced between the two halves under sync batch norm), the batch
-  // statistics of the last training forward (for backward), and their count.
-  std::vector<double> sums_, dsums_;
-  std::vector<float> sync_mean_, sync_invstd_;
+  // The per-channel sums (all-reduced between the two halves under sync batch norm) and their
+  // count; the statistics of the last training forward (read by backward); per-channel factors.
+  std::vector<double> sums_, dsums_, partial_;
   double count_ = 0.0;
-  std::vector<float> eval_scale_, eval_mean_;  // evaluation: gamma / sqrt(running_var + eps)
+  std::vector<float> mean_, invstd_, scale_, k1_, k2_;
+  std::vector<float> eval_scale_;  // evaluation: gamma / sqrt(running_var + eps)
 };
 
 }  // namespace

@@ -1,11 +1,13 @@
-// Convolution on oneDNN. Activations and weights stay in PyTorch's plain layouts (NCHW, OIHW) at
-// the op's boundary, so the flat parameter buffer, snapshots and the other layers need no
-// conversion; inside, each pass (forward, backward-data, backward-weights) lets oneDNN choose its
-// layouts (blocked nChw16c and friends run the JIT direct-convolution kernels, 2-5x faster than the
-// GEMM path plain NCHW gets) and reorders at the edges. Measured with bench/: see BENCHMARKS.md.
-// Primitives are built once per slice size (the full slice and a batch's short last one).
-// Grouped convolutions use the same path (depthwise ones with one output channel per input channel
-// get oneDNN's jit_dw kernels; other group shapes its grouped direct or GEMM kernels).
+// Convolution on oneDNN. Weights stay in PyTorch's plain layout (OIHW) at the op's boundary, so the
+// flat parameter buffer and snapshots need no conversion; activations are plain NCHW or, where the
+// graph keeps them so (ConvGeom::src_block/dst_block), oneDNN's blocked nChw8c/nChw16c. Inside,
+// each pass (forward, backward-data, backward-weights) lets oneDNN choose its layouts (blocked
+// nChw16c and friends run the JIT direct-convolution kernels, 2-5x faster than the GEMM path plain
+// NCHW gets) and reorders at the edges: never for blocked activations, which are already its own.
+// Measured with bench/: see BENCHMARKS.md. Primitives are built once per slice size (the full slice
+// and a batch's short last one). Grouped convolutions use the same path (depthwise ones with one
+// output channel per input channel get oneDNN's jit_dw kernels; other group shapes its grouped
+// direct or GEMM kernels).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -200,14 +202,14 @@ class Conv final : public ConvOp {
   // Built whole before it enters the cache, so a failure leaves nothing half-made there.
   Prims build(std::int64_t n) const {
     using dims = dnnl::memory::dims;
-    const auto src = md({n, g_.c, g_.h, g_.w}, tag::nchw);
+    const auto src = md({n, g_.c, g_.h, g_.w}, activation_tag(g_.src_block));
     // Grouped weights are oneDNN's 5-D goihw, the same bytes as PyTorch's [k, c/groups, r, s].
     const dims wdims = g_.groups == 1
                            ? dims{g_.k, g_.c, g_.r, g_.s}
                            : dims{g_.groups, g_.k / g_.groups, g_.c / g_.groups, g_.r, g_.s};
     const auto wei = md(wdims, g_.groups == 1 ? tag::oihw : tag::goihw);
     const auto bias = md({g_.k}, tag::x);
-    const auto dst = md({n, g_.k, g_.oh, g_.ow}, tag::nchw);
+    const auto dst = md({n, g_.k, g_.oh, g_.ow}, activation_tag(g_.dst_block));
     const auto src_any = md({n, g_.c, g_.h, g_.w}, tag::any);
     const auto wei_any = md(wdims, tag::any);
     const auto dst_any = md({n, g_.k, g_.oh, g_.ow}, tag::any);

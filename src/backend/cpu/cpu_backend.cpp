@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 
 #include "cpu_kernels.hpp"
@@ -25,11 +26,26 @@ dnnl::stream& stream() {
 
 namespace {
 
+std::atomic<bool> blocked_activations{true};
+
+// The channel block of oneDNN's direct convolution kernels on this CPU (its ISA values are bit
+// masks, each including the ones below).
+int isa_block() {
+  const auto has = [](dnnl::cpu_isa want) {
+    const auto w = static_cast<unsigned>(want);
+    return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & w) == w;
+  };
+  if (has(dnnl::cpu_isa::avx512_core)) return 16;
+  if (has(dnnl::cpu_isa::avx2)) return 8;
+  return 0;
+}
+
 class CpuBackend final : public Backend {
  public:
   Device device() const override { return Device::cpu; }
   std::string name() const override { return "cpu (oneDNN)"; }
 
+  int activation_block() const override { return block_; }
   std::unique_ptr<ConvOp> conv(const ConvGeom& g) override { return make_conv(g); }
   std::unique_ptr<PoolOp> pool(const PoolGeom& g) override { return make_pool(g); }
   std::unique_ptr<LinearOp> linear(const LinearGeom& g) override { return make_linear(g); }
@@ -88,6 +104,7 @@ class CpuBackend final : public Backend {
 
  private:
   std::array<std::uint32_t, kOverflowSlots> overflow_{};
+  int block_ = blocked_activations ? isa_block() : 0;
 };
 
 }  // namespace
@@ -103,6 +120,10 @@ void set_compute_threads(int n) {
 
 int compute_threads() {
   return omp_get_max_threads();
+}
+
+void set_blocked_activations(bool on) {
+  cpu::blocked_activations = on;
 }
 
 }  // namespace ddp::backend

@@ -15,6 +15,11 @@ inline dnnl::memory::desc md(dnnl::memory::dims dims, tag t) {
   return {dims, dt::f32, t};
 }
 
+// An activation's layout: plain NCHW (block 0) or oneDNN's nChw8c / nChw16c (ConvGeom).
+inline tag activation_tag(int block) {
+  return block == 16 ? tag::nChw16c : block == 8 ? tag::nChw8c : tag::nchw;
+}
+
 // A memory object whose handle is set per call: our buffers are owned by tensors and the flat
 // parameter/gradient buffers, not by oneDNN.
 inline dnnl::memory mem(const dnnl::memory::desc& d) {

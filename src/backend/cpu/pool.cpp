@@ -123,8 +123,8 @@ class Pool final : public PoolOp {
     auto it = cache_.find(n);
     if (it != cache_.end()) return it->second;
     using dims = dnnl::memory::dims;
-    const auto src = md({n, g_.c, g_.h, g_.w}, tag::nchw);
-    const auto dst = md({n, g_.c, g_.oh, g_.ow}, tag::nchw);
+    const auto src = md({n, g_.c, g_.h, g_.w}, activation_tag(g_.block));
+    const auto dst = md({n, g_.c, g_.oh, g_.ow}, activation_tag(g_.block));
     const dims strides{g_.stride_h, g_.stride_w}, kernel{g_.kh, g_.kw}, pad{g_.pad_h, g_.pad_w};
     const dims pad_r{(g_.oh - 1) * g_.stride_h + g_.kh - g_.h - g_.pad_h,
                      (g_.ow - 1) * g_.stride_w + g_.kw - g_.w - g_.pad_w};
@@ -160,8 +160,8 @@ class Pool final : public PoolOp {
 }  // namespace
 
 std::unique_ptr<PoolOp> make_pool(const PoolGeom& g) {
-  if (g.kind == PoolKind::max && g.kh == 2 && g.kw == 2 && g.stride_h == 2 && g.stride_w == 2 &&
-      g.pad_h == 0 && g.pad_w == 0)
+  if (g.block == 0 && g.kind == PoolKind::max && g.kh == 2 && g.kw == 2 && g.stride_h == 2 &&
+      g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0)
     return std::make_unique<MaxPool2x2>(g);
   return std::make_unique<Pool>(g);
 }

@@ -36,6 +36,7 @@ class ActivationLayer final : public UnaryLayer {
   // their input instead, so the output is theirs to lose.
   bool can_run_in_place() const override { return backend::backward_uses_output(kind_); }
   bool backward_reads_output() const override { return backend::backward_uses_output(kind_); }
+  LayoutUse layout_use() const override { return LayoutUse::elementwise; }
   void forward(const Tensor& x, const Tensor& y, const StepContext&) override {
     be_.activation_forward(kind_, alpha_, x.numel(), x.data(), y.data());
   }

@@ -26,6 +26,7 @@ class Add final : public Layer {
       if (dx) be_.copy(dy.numel(), dy.data(), dx->data());
   }
   bool backward_reads_output() const override { return false; }
+  LayoutUse layout_use() const override { return LayoutUse::elementwise; }
 
  private:
   backend::Backend& be_;

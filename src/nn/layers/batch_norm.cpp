@@ -74,6 +74,11 @@ class BatchNorm final : public UnaryLayer, public UsesBatchStatsReducer {
                   dbeta_.data());
   }
   bool backward_reads_output() const override { return false; }
+  LayoutUse layout_use() const override { return LayoutUse::same; }
+  void set_layouts(int in_block, int /*out_block: the same*/) override {
+    g_.block = in_block;
+    op_ = be_.batch_norm(g_);
+  }
   double forward_flops() const override { return 4.0 * static_cast<double>(g_.c * g_.h * g_.w); }
 
   void set_batch_stats_reducer(BatchStatsReducer* reducer) override { reducer_ = reducer; }

@@ -19,6 +19,12 @@ class Conv2d final : public UnaryLayer {
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor* dx) override;
   double forward_flops() const override;
   bool backward_reads_output() const override { return false; }
+  LayoutUse layout_use() const override { return LayoutUse::independent; }
+  void set_layouts(int in_block, int out_block) override {
+    g_.src_block = in_block;
+    g_.dst_block = out_block;
+    op_ = be_.conv(g_);
+  }
 
  private:
   backend::Backend& be_;

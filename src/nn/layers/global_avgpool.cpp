@@ -29,6 +29,12 @@ class GlobalAvgPool final : public UnaryLayer {
     if (dx) op_->backward(x.shape()[0], dy.data(), dx->data());
   }
   bool backward_reads_output() const override { return false; }
+  // A blocked input gives a 1x1 blocked output, the same bytes as the plain N x C one.
+  LayoutUse layout_use() const override { return LayoutUse::independent; }
+  void set_layouts(int in_block, int /*out_block*/) override {
+    g_.block = in_block;
+    op_ = be_.pool(g_);
+  }
   double forward_flops() const override { return static_cast<double>(g_.c * g_.h * g_.w); }
 
  private:

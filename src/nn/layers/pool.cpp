@@ -42,6 +42,11 @@ class Pool final : public UnaryLayer {
   double forward_flops() const override {
     return static_cast<double>(g_.c * g_.oh * g_.ow * g_.kh * g_.kw);
   }
+  LayoutUse layout_use() const override { return LayoutUse::same; }
+  void set_layouts(int in_block, int /*out_block: the same*/) override {
+    g_.block = in_block;
+    op_ = be_.pool(g_);
+  }
 
  private:
   backend::Backend& be_;
