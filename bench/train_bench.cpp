@@ -28,6 +28,7 @@
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/error.hpp"
 #include "ddp/nn/layer_factory.hpp"
+#include "ddp/nn/layout_plan.hpp"
 #include "ddp/nn/model.hpp"
 #include "ddp/optim/optimizer.hpp"
 #include "ddp/runtime/runtime.hpp"
@@ -286,6 +287,9 @@ void run_profile(const std::string& name, int threads, const Options& o, const B
     shape = dynamic_cast<ddp::nn::UnaryLayer&>(*layers.back()).infer(shape);
     out.push_back(shape);
   }
+  // The activation layouts the model gives them (nn/layout_plan.hpp), so the per-layer times add up
+  // to the step's.
+  ddp::nn::plan_layouts(layers, ddp::nn::plan_graph(layers, kInput), be->activation_block());
 
   // Flat parameter and gradient buffers (64-byte aligned tensors, as the Model lays them out).
   auto align = [](std::int64_t v) { return (v + 15) / 16 * 16; };

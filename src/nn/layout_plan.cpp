@@ -55,7 +55,7 @@ std::vector<int> plan_layouts(const std::vector<std::unique_ptr<Layer>>& layers,
     if (use != LayoutUse::same && use != LayoutUse::independent) continue;
     const int p = plan.inputs[i][0];
     const int in = p == kModelInput ? 0 : blocks[static_cast<std::size_t>(p)];
-    if (in != 0 || blocks[i] != 0) layers[i]->set_layouts(in, blocks[i]);
+    layers[i]->set_layouts(in, blocks[i]);  // plain too: a layer planned before forgets it
   }
   return blocks;
 }

@@ -142,6 +142,26 @@ TEST_P(BlockedLayout, ConvolutionAndPoolingMatchPlain) {
   pool->backward(n, pdy.data(), pdx1.data());
   bpool->backward(n, pdyb.data(), pdx2.data());
   expect_near_all(to_plain(pdx2, n, c, h * w, B), pdx1, 0.0f, "max pooling input gradient");
+
+  // 3x3 stride 2 padding 1: oneDNN's pooling, on plain and on blocked memory.
+  pg.kh = pg.kw = 3;
+  pg.pad_h = pg.pad_w = 1;
+  pg.oh = 4;
+  pg.ow = 3;
+  pg.block = 0;
+  auto pool3 = be->pool(pg);
+  pg.block = B;
+  auto bpool3 = be->pool(pg);
+  const std::int64_t p3 = n * c * 12;
+  std::vector<float> q1(p3), q2(p3);
+  const auto qdy = random_vector(static_cast<std::size_t>(p3), 10);
+  const auto qdyb = to_blocked(qdy, n, c, 12, B);
+  pool3->forward(n, x.data(), q1.data(), true);
+  bpool3->forward(n, xb.data(), q2.data(), true);
+  expect_near_all(to_plain(q2, n, c, 12, B), q1, 0.0f, "3x3 max pooling output");
+  pool3->backward(n, qdy.data(), pdx1.data());
+  bpool3->backward(n, qdyb.data(), pdx2.data());
+  expect_near_all(to_plain(pdx2, n, c, h * w, B), pdx1, 0.0f, "3x3 max pooling input gradient");
 }
 
 INSTANTIATE_TEST_SUITE_P(Blocks, BlockedLayout, ::testing::Values(8, 16));
@@ -184,46 +204,64 @@ TEST(LayoutPlan, KeepsResidualChainsBlockedAndPlainReadersPlain) {
   EXPECT_EQ(nn::plan_layouts(first, p2, 8), (std::vector<int>{0, 8, 0, 0}));
 }
 
-// A BN ResNet block trains to the same logits, loss gradient and parameter gradients with blocked
-// layouts as with plain ones (only the batch norm sums' order differs).
-TEST(LayoutPlan, AModelComputesTheSameWithBlockedLayouts) {
-  const std::vector<nn::LayerSpec> specs = {L("conv2d", "conv1", 16, 3, 1),
-                                            L("batchnorm", "bn1"),
-                                            L("relu", "relu1"),
-                                            L("conv2d", "conv2", 16, 3, 1),
-                                            L("batchnorm", "bn2"),
-                                            reads(L("add", "sum"), {"bn2", "relu1"}),
-                                            L("relu", "relu2"),
-                                            L("conv2d", "down", 32, 3, 1),
-                                            L("batchnorm", "bn3"),
-                                            L("relu", "relu3"),
-                                            L("global_avgpool", "gap"),
-                                            L("linear", "fc", 5)};
-  const Shape in{3, 8, 8};
-  const std::int64_t n = 7;
+// Blocked layouts on or off, a model computes the same logits (training and evaluation) and
+// parameter gradients (only the batch norm sums' order differs).
+void expect_same_with_blocked_layouts(const std::vector<nn::LayerSpec>& specs, const Shape& in) {
+  const std::int64_t n = 7, classes = 5;
   auto x = random_vector(static_cast<std::size_t>(in.numel() * n), 21);
-  auto dl = random_vector(static_cast<std::size_t>(5 * n), 22);
+  auto dl = random_vector(static_cast<std::size_t>(classes * n), 22);
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) ids[static_cast<std::size_t>(i)] = 100 + i;  // dropout
   struct Result {
-    std::vector<float> logits, grads;
+    std::vector<float> logits, grads, eval;
   };
   const auto run = [&](bool blocked) {
     backend::set_blocked_activations(blocked);
     auto be = backend::make_cpu_backend();
     backend::set_blocked_activations(true);
     if (blocked && be->activation_block() == 0) return Result{};
-    nn::Model m(specs, in, 5, *be);
+    nn::Model m(specs, in, classes, *be);
     m.init_parameters(3);
     const Tensor& y = m.forward(Tensor::view(x.data(), in.with_batch(n)),
-                                nn::StepContext{nn::Mode::train, 1, nullptr});
-    Result r{{y.data(), y.data() + y.numel()}, {}};
-    m.backward(Tensor::view(dl.data(), Shape{n, 5}));
+                                nn::StepContext{nn::Mode::train, 1, ids.data()});
+    Result r{{y.data(), y.data() + y.numel()}, {}, {}};
+    m.backward(Tensor::view(dl.data(), Shape{n, classes}));
     r.grads.assign(m.grads().begin(), m.grads().end());
+    const Tensor& e = m.forward(Tensor::view(x.data(), in.with_batch(n)),
+                                nn::StepContext{nn::Mode::eval, 1, ids.data()});
+    r.eval.assign(e.data(), e.data() + e.numel());
     return r;
   };
   const Result plain = run(false), blocked = run(true);
   if (blocked.logits.empty()) GTEST_SKIP() << "this CPU has no blocked layout (below AVX2)";
-  expect_near_all(blocked.logits, plain.logits, 1e-5f, "logits");
+  expect_near_all(blocked.logits, plain.logits, 1e-5f, "training logits");
   expect_near_all(blocked.grads, plain.grads, 1e-4f, "parameter gradients");
+  expect_near_all(blocked.eval, plain.eval, 1e-5f, "evaluation logits");
+}
+
+// A BN ResNet: residual adds, max pooling, global pooling.
+TEST(LayoutPlan, AResidualNetComputesTheSameWithBlockedLayouts) {
+  expect_same_with_blocked_layouts(
+      {L("conv2d", "conv1", 16, 3, 1), L("batchnorm", "bn1"), L("relu", "relu1"),
+       L("conv2d", "conv2", 16, 3, 1), L("batchnorm", "bn2"),
+       reads(L("add", "sum"), {"bn2", "relu1"}), L("relu", "relu2"), L("maxpool", "pool", 0, 2),
+       L("conv2d", "down", 32, 3, 1), L("batchnorm", "bn3"), L("relu", "relu3"),
+       L("global_avgpool", "gap"), L("linear", "fc", 5)},
+      Shape{3, 8, 8});
+}
+
+// A VGG-BN net with a concat branch: blocked between the convolutions, plain where concat,
+// flatten, dropout and linear read.
+TEST(LayoutPlan, AVggNetWithConcatAndDropoutComputesTheSameWithBlockedLayouts) {
+  nn::LayerSpec drop = L("dropout", "drop");
+  drop.p = 0.3f;
+  expect_same_with_blocked_layouts(
+      {L("conv2d", "conv1", 16, 3, 1), L("batchnorm", "bn1"), L("relu", "relu1"),
+       L("maxpool", "pool1", 0, 2), L("conv2d", "conv2", 32, 3, 1), L("relu", "relu2"),
+       reads(L("conv2d", "side", 8, 1, 0), {"pool1"}), reads(L("concat", "cat"), {"relu2", "side"}),
+       L("maxpool", "pool2", 0, 2), L("flatten", "flat"), drop, L("linear", "fc1", 16),
+       L("relu", "relu3"), L("linear", "fc", 5)},
+      Shape{3, 8, 8});
 }
 
 }  // namespace

@@ -92,8 +92,8 @@ class Layer {
   virtual bool backward_reads_output() const { return true; }
   virtual LayoutUse layout_use() const { return LayoutUse::plain; }
   // After infer: the layouts (block sizes, 0 = plain) of the input and the output, for layers whose
-  // layout_use is same or independent (they rebuild their backend ops). Called only when one of
-  // the two is blocked.
+  // layout_use is same or independent (they rebuild their backend ops). Called by plan_layouts
+  // when the backend has a blocked layout.
   virtual void set_layouts(int /*in_block*/, int /*out_block*/) {}
   // Multiply-adds x 2 of one sample's forward pass (for GFLOP/s reports).
   virtual double forward_flops() const { return 0.0; }

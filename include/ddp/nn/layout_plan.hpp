@@ -6,8 +6,9 @@
 // whole, or not at all: blocked when every activation in it is an image whose channels are a
 // multiple of the block, and every layer producing or reading one of them takes the blocked layout
 // (Layer::layout_use). The model input and the logits stay plain, as do activations read by
-// flatten, linear, concat, dropout. For ResNets and MobileNetV2 this keeps every activation
-// between the stem's input and the global pooling blocked.
+// flatten, linear, concat, dropout. For ResNets this keeps every activation between the stem's
+// input and the global pooling blocked (for MobileNetV2 those whose channels are a multiple of the
+// block: all with AVX2's 8; with AVX-512's 16, not the 24-channel ones).
 #include <memory>
 #include <vector>
 

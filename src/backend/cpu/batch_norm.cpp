@@ -12,6 +12,7 @@
 
 #include "cpu_ops.hpp"
 #include "ddp/cpu_clones.hpp"
+#include "dnnl_util.hpp"
 
 namespace ddp::backend::cpu {
 namespace {
@@ -312,6 +313,7 @@ class BatchNorm final : public BatchNormOp {
 }  // namespace
 
 std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormGeom& g) {
+  check_block(g.block, g.c, "batch norm");
   return std::make_unique<BatchNorm>(g);
 }
 

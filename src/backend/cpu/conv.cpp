@@ -228,11 +228,13 @@ class Conv final : public ConvOp {
     dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, engine());
     // The input gradient of a convolution with very few input channels (the first layer; never
     // needed there) is faster on plain GEMM; otherwise let oneDNN choose.
+    // (Plain NCHW throughout: a blocked dy is reordered for it.)
     const bool plain_bwd_d = g_.c < 4 && g_.groups == 1;
+    const auto dst_plain = md({n, g_.k, g_.oh, g_.ow}, tag::nchw);
     dnnl::convolution_backward_data::primitive_desc bwd_d_pd(
         dnnl::convolution_backward_data::desc(
             alg, plain_bwd_d ? src : src_any, plain_bwd_d ? wei : wei_any,
-            plain_bwd_d ? dst : dst_any, strides, dil, pad, pad_r),
+            plain_bwd_d ? dst_plain : dst_any, strides, dil, pad, pad_r),
         engine(), fwd_pd);
     auto bw_desc = g_.bias ? dnnl::convolution_backward_weights::desc(
                                  alg, src_any, wei_any, bias, dst_any, strides, dil, pad, pad_r)
@@ -273,6 +275,8 @@ class Conv final : public ConvOp {
 }  // namespace
 
 std::unique_ptr<ConvOp> make_conv(const ConvGeom& g) {
+  check_block(g.src_block, g.c, "convolution input");
+  check_block(g.dst_block, g.k, "convolution output");
   return std::make_unique<Conv>(g);
 }
 

@@ -6,9 +6,11 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "cpu_kernels.hpp"
 #include "cpu_ops.hpp"
+#include "ddp/error.hpp"
 #include "dnnl_util.hpp"
 
 namespace ddp::backend {
@@ -17,6 +19,12 @@ namespace cpu {
 dnnl::engine& engine() {
   static dnnl::engine e(dnnl::engine::kind::cpu, 0);
   return e;
+}
+
+void check_block(int block, std::int64_t channels, const char* what) {
+  if ((block != 0 && block != 8 && block != 16) || (block != 0 && channels % block != 0))
+    throw Error(std::string("internal: ") + what + " of " + std::to_string(channels) +
+                " channels in a blocked layout of " + std::to_string(block));
 }
 
 dnnl::stream& stream() {

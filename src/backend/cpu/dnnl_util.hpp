@@ -16,6 +16,8 @@ inline dnnl::memory::desc md(dnnl::memory::dims dims, tag t) {
 }
 
 // An activation's layout: plain NCHW (block 0) or oneDNN's nChw8c / nChw16c (ConvGeom).
+// check_block: Error for a block that is not one of them or does not divide the channels.
+void check_block(int block, std::int64_t channels, const char* what);
 inline tag activation_tag(int block) {
   return block == 16 ? tag::nChw16c : block == 8 ? tag::nChw8c : tag::nchw;
 }

@@ -12,43 +12,48 @@
 namespace ddp::backend::cpu {
 namespace {
 
-// 2x2/stride-2 max pooling over NCHW planes - LeNet's and the VGG net's only pooling - written out:
-// oneDNN's plain-layout pooling walks one row at a time, this reads two input rows per output row
-// and keeps a 2-bit argmax per output for backward. Same result as oneDNN's (first max wins).
+// 2x2/stride-2 max pooling - LeNet's and the VGG nets' only pooling - written out: oneDNN's
+// plain-layout pooling walks one row at a time, this reads two input rows per output row and keeps
+// a 2-bit argmax per output for backward. Same result as oneDNN's (first max wins). On plain NCHW
+// planes of single values, or on blocked nChw<B>c planes of B-channel pixels, lane by lane.
 class MaxPool2x2 final : public PoolOp {
  public:
-  explicit MaxPool2x2(const PoolGeom& g) : g_(g) {}
+  explicit MaxPool2x2(const PoolGeom& g) : g_(g), lanes_(g.block > 0 ? g.block : 1) {}
 
   void forward(std::int64_t n, const float* x, float* y, bool training) override {
-    const std::int64_t planes = n * g_.c, h = g_.h, w = g_.w, oh = g_.oh, ow = g_.ow;
-    if (training) argmax_.resize(static_cast<std::size_t>(planes * oh * ow));
+    const std::int64_t planes = n * g_.c / lanes_, h = g_.h, w = g_.w, oh = g_.oh, ow = g_.ow;
+    const std::int64_t L = lanes_;
+    if (training) argmax_.resize(static_cast<std::size_t>(planes * oh * ow * L));
     std::uint8_t* am = training ? argmax_.data() : nullptr;
 #pragma omp parallel for schedule(static)
     for (std::int64_t p = 0; p < planes; ++p) {
-      const float* xp = x + p * h * w;
-      float* yp = y + p * oh * ow;
-      std::uint8_t* ap = am ? am + p * oh * ow : nullptr;
+      const float* xp = x + p * h * w * L;
+      float* yp = y + p * oh * ow * L;
+      std::uint8_t* ap = am ? am + p * oh * ow * L : nullptr;
       for (std::int64_t i = 0; i < oh; ++i) {
-        const float* r0 = xp + 2 * i * w;
-        const float* r1 = r0 + w;
+        const float* r0 = xp + 2 * i * w * L;
+        const float* r1 = r0 + w * L;
         for (std::int64_t j = 0; j < ow; ++j) {
-          const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
-          std::uint8_t k = 0;
-          float m = a;
-          if (b > m) {
-            m = b;
-            k = 1;
+          for (std::int64_t l = 0; l < L; ++l) {
+            const float a = r0[2 * j * L + l], b = r0[(2 * j + 1) * L + l];
+            const float c = r1[2 * j * L + l], d = r1[(2 * j + 1) * L + l];
+            std::uint8_t k = 0;
+            float m = a;
+            if (b > m) {
+              m = b;
+              k = 1;
+            }
+            if (c > m) {
+              m = c;
+              k = 2;
+            }
+            if (d > m) {
+              m = d;
+              k = 3;
+            }
+            yp[(i * ow + j) * L + l] = m;
+            if (ap) ap[(i * ow + j) * L + l] = k;
           }
-          if (c > m) {
-            m = c;
-            k = 2;
-          }
-          if (d > m) {
-            m = d;
-            k = 3;
-          }
-          yp[i * ow + j] = m;
-          if (ap) ap[i * ow + j] = k;
         }
       }
     }
@@ -58,24 +63,28 @@ class MaxPool2x2 final : public PoolOp {
   void backward(std::int64_t n, const float* dy, float* dx) override {
     if (n != last_train_n_)
       throw Error("internal: pooling backward without a matching training forward");
-    const std::int64_t planes = n * g_.c, h = g_.h, w = g_.w, oh = g_.oh, ow = g_.ow;
+    const std::int64_t planes = n * g_.c / lanes_, h = g_.h, w = g_.w, oh = g_.oh, ow = g_.ow;
+    const std::int64_t L = lanes_;
 #pragma omp parallel for schedule(static)
     for (std::int64_t p = 0; p < planes; ++p) {
-      float* dxp = dx + p * h * w;
-      const float* dyp = dy + p * oh * ow;
-      const std::uint8_t* ap = argmax_.data() + p * oh * ow;
+      float* dxp = dx + p * h * w * L;
+      const float* dyp = dy + p * oh * ow * L;
+      const std::uint8_t* ap = argmax_.data() + p * oh * ow * L;
       // Odd trailing rows/columns (floor mode) receive no gradient.
-      for (std::int64_t q = 0; q < h * w; ++q) dxp[q] = 0.0f;
+      for (std::int64_t q = 0; q < h * w * L; ++q) dxp[q] = 0.0f;
       for (std::int64_t i = 0; i < oh; ++i)
-        for (std::int64_t j = 0; j < ow; ++j) {
-          const std::uint8_t k = ap[i * ow + j];
-          dxp[(2 * i + (k >> 1)) * w + 2 * j + (k & 1)] = dyp[i * ow + j];
-        }
+        for (std::int64_t j = 0; j < ow; ++j)
+          for (std::int64_t l = 0; l < L; ++l) {
+            const std::int64_t o = (i * ow + j) * L + l;
+            const std::uint8_t k = ap[o];
+            dxp[((2 * i + (k >> 1)) * w + 2 * j + (k & 1)) * L + l] = dyp[o];
+          }
     }
   }
 
  private:
   PoolGeom g_;
+  std::int64_t lanes_;  // channels side by side per pixel: 1 (plain) or the block
   std::vector<std::uint8_t> argmax_;
   std::int64_t last_train_n_ = -1;
 };
@@ -160,8 +169,9 @@ class Pool final : public PoolOp {
 }  // namespace
 
 std::unique_ptr<PoolOp> make_pool(const PoolGeom& g) {
-  if (g.block == 0 && g.kind == PoolKind::max && g.kh == 2 && g.kw == 2 && g.stride_h == 2 &&
-      g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0)
+  check_block(g.block, g.c, "pooling");
+  if (g.kind == PoolKind::max && g.kh == 2 && g.kw == 2 && g.stride_h == 2 && g.stride_w == 2 &&
+      g.pad_h == 0 && g.pad_w == 0)
     return std::make_unique<MaxPool2x2>(g);
   return std::make_unique<Pool>(g);
 }
