@@ -233,14 +233,10 @@ class BatchNorm final : public BatchNormOp {
     }
     if (g_.block > 0) {
       const int B = g_.block;
-      const std::int64_t blocks = c / B;
-#pragma omp parallel for collapse(2) if (n * c * hw >= kParallelMin) schedule(static)
-      for (std::int64_t i = 0; i < n; ++i)
-        for (std::int64_t cb = 0; cb < blocks; ++cb) {
-          const std::int64_t at = (i * c + cb * B) * hw;
-          block_grad(x + at, dy + at, hw, B, mean_.data() + cb * B, invstd_.data() + cb * B,
-                     scale_.data() + cb * B, k1_.data() + cb * B, k2_.data() + cb * B, dx + at);
-        }
+      each_block(n, [&](std::int64_t at, std::int64_t ch) {
+        block_grad(x + at, dy + at, hw, B, mean_.data() + ch, invstd_.data() + ch,
+                   scale_.data() + ch, k1_.data() + ch, k2_.data() + ch, dx + at);
+      });
       return;
     }
 #pragma omp parallel for collapse(2) if (n * c * hw >= kParallelMin) schedule(static)
@@ -260,19 +256,24 @@ class BatchNorm final : public BatchNormOp {
   // order, so that the result does not depend on the thread count.
   static constexpr std::int64_t kGroup = 4;
 
+  // Blocked layout: f(at, ch) for every sample's every block of channels, in parallel; `at` is the
+  // block's offset in the activation, `ch` its first channel.
+  template <class F>
+  void each_block(std::int64_t n, const F& f) const {
+    const std::int64_t c = g_.c, hw = g_.h * g_.w, B = g_.block, blocks = c / B;
+#pragma omp parallel for collapse(2) if (n * c * hw >= kParallelMin) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t cb = 0; cb < blocks; ++cb) f((i * c + cb * B) * hw, cb * B);
+  }
+
   // y = (x - mean) * scale + shift per channel.
   void affine(std::int64_t n, const float* x, const float* mean, const float* scale,
               const float* shift, float* y) {
     const std::int64_t c = g_.c, hw = g_.h * g_.w;
     if (g_.block > 0) {
-      const int B = g_.block;
-      const std::int64_t blocks = c / B;
-#pragma omp parallel for collapse(2) if (n * c * hw >= kParallelMin) schedule(static)
-      for (std::int64_t i = 0; i < n; ++i)
-        for (std::int64_t cb = 0; cb < blocks; ++cb) {
-          const std::int64_t at = (i * c + cb * B) * hw;
-          block_affine(x + at, hw, B, mean + cb * B, scale + cb * B, shift + cb * B, y + at);
-        }
+      each_block(n, [&](std::int64_t at, std::int64_t ch) {
+        block_affine(x + at, hw, g_.block, mean + ch, scale + ch, shift + ch, y + at);
+      });
       return;
     }
 #pragma omp parallel for collapse(2) if (n * c * hw >= kParallelMin) schedule(static)
