@@ -92,12 +92,21 @@ GraphPlan plan_graph(const std::vector<std::unique_ptr<Layer>>& layers, const Sh
     plan.storage[i] = static_cast<int>(i);
     if (layer.is_view()) {
       plan.storage[i] = p == kModelInput ? kModelInput : plan.storage[static_cast<std::size_t>(p)];
-    } else if (layer.can_run_in_place() && plan.inputs[i].size() == 1 && p != kModelInput) {
-      // The input's buffer may be overwritten when it belongs to its producer, nothing else reads
-      // it, and the producer's backward does not need it. The model input is the caller's.
-      const auto pp = static_cast<std::size_t>(p);
-      if (plan.owns_storage(pp) && plan.consumers[pp] == 1 && !layers[pp]->backward_reads_output())
-        plan.storage[i] = p;
+    } else if (layer.can_run_in_place()) {
+      // An input's buffer may be overwritten when nothing else reads it and its producer's
+      // backward does not need it; the first such input is taken (an add has several). The model
+      // input is the caller's, and a view's buffer holds another layer's output. The producer may
+      // itself run in place (batch norm -> add -> ReLU share one buffer): every layer on that
+      // buffer passed this test when it took it.
+      for (const int q : plan.inputs[i]) {
+        if (q == kModelInput) continue;
+        const auto qq = static_cast<std::size_t>(q);
+        if (!layers[qq]->is_view() && plan.consumers[qq] == 1 &&
+            !layers[qq]->backward_reads_output()) {
+          plan.storage[i] = plan.storage[qq];
+          break;
+        }
+      }
     }
   }
   return plan;

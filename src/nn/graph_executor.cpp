@@ -91,7 +91,8 @@ void GraphExecutor::reserve(std::int64_t max_batch) {
 
 std::int64_t GraphExecutor::activation_floats() const {
   std::int64_t total = 0;
-  for (const auto& t : acts_) total += t.numel();
+  for (std::size_t i = 0; i < acts_.size(); ++i)
+    if (plan_.owns_storage(i)) total += acts_[i].numel();  // the others hold no buffer
   return total;
 }
 

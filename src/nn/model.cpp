@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ddp/error.hpp"
+#include "ddp/nn/activation_fusion.hpp"
 #include "ddp/nn/batch_stats_reducer.hpp"
 #include "ddp/nn/graph.hpp"
 #include "ddp/nn/layer_factory.hpp"
@@ -41,6 +42,7 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input, std::int64
   for (const auto& spec : specs) layers_.push_back(make_layer(spec, be));
   GraphPlan plan = plan_graph(layers_, input);
   plan_layouts(layers_, plan, be.activation_block());
+  fuse_activations(layers_, plan);
   std::vector<std::size_t> param_owner, buffer_owner;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     for (auto& p : layers_[i]->param_specs()) {

@@ -93,6 +93,7 @@ TEST(Graph, AnOutputReadTwiceByOneLayerGetsBothGradients) {
 }
 
 TEST(Graph, ThreeWayAddAndFeatureConcat) {
+  // abc runs in place over b: a is read by c as well.
   check_model_gradients(
       {L("flatten", "flat"), L("linear", "a", 3), L("linear", "b", 3),
        with_inputs(L("linear", "c", 3), {"a"}), with_inputs(L("add", "abc"), {"a", "b", "c"}),
@@ -143,8 +144,10 @@ TEST(Graph, ResidualChainsShareGradientBuffers) {
   auto be = backend::make_cpu_backend();
   Model m(specs, Shape{3, 8, 8}, 4, *be);
   m.reserve(2);
-  // 22 stored outputs of 4x8x8 floats; without reuse their gradients would take as much again.
-  EXPECT_EQ(m.graph().activation_floats(), 2 * (22 * 256 + 4 + 4));
+  // 18 stored outputs of 4x8x8 floats (each add writes over its convolution's output); without
+  // reuse their gradients would take as much again.
+  for (int b = 0; b < 4; ++b) EXPECT_TRUE(m.runs_in_place(static_cast<std::size_t>(2 + 5 * b + 3)));
+  EXPECT_EQ(m.graph().activation_floats(), 2 * (18 * 256 + 4 + 4));
   EXPECT_LE(m.graph().gradient_floats(), 2 * (4 * 256 + 8));
   // The stem's gradient arrives through every block's add; b2c1's through one block.
   check_model_gradients(specs, Shape{3, 8, 8}, 4, {"stem.weight", "b2c1.bias", "b3c2.weight"});
@@ -166,6 +169,50 @@ TEST(Graph, ResultsDoNotDependOnGradientBufferReuse) {
     m.backward(Tensor::view(dl.data(), Shape{4, 3}));
     grads.emplace_back(m.grads().begin(), m.grads().end());
   }
+  EXPECT_EQ(grads[0], grads[1]);
+}
+
+// A residual add writes over an input that nothing else reads and whose producer's backward does
+// not need it - here its second one, batch norm's output - and the ReLU after it over the same
+// buffer: batch norm, add and ReLU share one activation and one gradient buffer. The logits and
+// gradients are bitwise those of the same function with an identity between batch norm and add,
+// where the add keeps a buffer of its own (finite differences would cross the ReLU's kinks).
+TEST(Graph, AddAndReluShareTheBatchNormBuffer) {
+  auto net = [](bool identity_before_add) {
+    std::vector<LayerSpec> specs{L("conv2d", "stem", 4, 3, 1), L("relu", "stem_relu"),
+                                 L("conv2d", "branch", 4, 3, 1), L("batchnorm", "bn")};
+    if (identity_before_add) specs.push_back(identity("bn_id"));
+    specs.push_back(with_inputs(L("add", "sum"), {"stem_relu", specs.back().name}));
+    for (const char* type : {"relu", "global_avgpool"}) specs.push_back(L(type, type));
+    specs.push_back(L("linear", "fc", 3));
+    return specs;
+  };
+  auto be = backend::make_cpu_backend();
+  Model shared(net(false), Shape{2, 5, 5}, 3, *be);
+  Model apart(net(true), Shape{2, 5, 5}, 3, *be);
+  const std::vector<bool> in_place{false, true, false, false, true, true, false, false};
+  for (std::size_t i = 0; i < in_place.size(); ++i)
+    EXPECT_EQ(shared.runs_in_place(i), in_place[i]) << net(false)[i].name;
+  EXPECT_FALSE(apart.runs_in_place(5));  // the add, over the identity: dropout reads its output
+  shared.reserve(2);
+  // stem (with stem_relu), branch, bn (with sum and relu), gap, fc.
+  EXPECT_EQ(shared.graph().activation_floats(), 2 * (3 * 4 * 25 + 4 + 3));
+
+  shared.init_parameters(5);
+  std::copy(shared.params().begin(), shared.params().end(), apart.params().begin());
+  const std::int64_t n = 3;
+  auto x = random_vector(50 * n, 11);
+  const auto r = random_vector(3 * n, 12);
+  std::vector<std::vector<float>> logits, grads;
+  for (Model* m : {&shared, &apart}) {
+    const Tensor& y =
+        m->forward(Tensor::view(x.data(), Shape{n, 2, 5, 5}), StepContext{Mode::train, 1, nullptr});
+    logits.emplace_back(y.data(), y.data() + y.numel());
+    auto dl = r;
+    m->backward(Tensor::view(dl.data(), Shape{n, 3}));
+    grads.emplace_back(m->grads().begin(), m->grads().end());
+  }
+  EXPECT_EQ(logits[0], logits[1]);
   EXPECT_EQ(grads[0], grads[1]);
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -88,6 +89,10 @@ struct BatchNormGeom {
   float eps = 1e-5f;
   float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch statistic
   int block = 0;          // the layout of x, y and their gradients
+  // A ReLU or ReLU6 applied to the output (Backend::batch_norm_fuses): y = act(bn(x)), and
+  // backward's dy is the gradient of act's output, which the op masks where act's is zero. Saves
+  // the activation's own passes over memory (nn/activation_fusion.hpp).
+  std::optional<Activation> activation;
 };
 
 class BatchNormOp {
@@ -133,6 +138,8 @@ class Backend {
   virtual std::unique_ptr<PoolOp> pool(const PoolGeom& g) = 0;
   virtual std::unique_ptr<LinearOp> linear(const LinearGeom& g) = 0;
   virtual std::unique_ptr<BatchNormOp> batch_norm(const BatchNormGeom& g) = 0;
+  // Whether batch_norm takes BatchNormGeom::activation = kind.
+  virtual bool batch_norm_fuses(Activation /*kind*/) const { return false; }
 
   // Element-wise kernels over `count` floats.
   // y = f(x); alpha is leaky_relu's slope (ignored by the others). y may be x.

@@ -17,7 +17,8 @@ struct GraphPlan {
   std::vector<std::vector<int>> inputs;  // per layer: producer layers (kModelInput: the input)
   std::vector<int> consumers;            // per layer: how many inputs of later layers read it
   // Per layer: the layer whose buffers hold its output - itself, or for a view (flatten) or a layer
-  // running in place the storage of its input; kModelInput for a view of the model input.
+  // running in place the storage of the input it shares; kModelInput for a view of the model
+  // input.
   std::vector<int> storage;
   std::vector<Shape> out_shapes;  // per sample
 
@@ -30,10 +31,10 @@ struct GraphPlan {
 
 // Resolves each layer's inputs by name (LayerSpec::inputs; none = the layer above, or the model
 // input for the first), infers every output shape (Layer::infer) and decides storage: a layer
-// that can run in place does so over an input that owns its buffers, is read by nothing else, and
-// whose producer's backward does not read it. Throws ConfigError naming the layer and its config
-// line for an unknown input, an input not above the layer (a cycle), a wrong number of inputs, and
-// an output that nothing reads (every layer but the last feeds another).
+// that can run in place does so over its first input that is not a view, is read by nothing else,
+// and whose producer's backward does not read it. Throws ConfigError naming the layer and its
+// config line for an unknown input, an input not above the layer (a cycle), a wrong number of
+// inputs, and an output that nothing reads (every layer but the last feeds another).
 GraphPlan plan_graph(const std::vector<std::unique_ptr<Layer>>& layers, const Shape& input);
 
 }  // namespace ddp::nn

@@ -82,10 +82,11 @@ class Layer {
 
   // True when the output is the input reinterpreted (flatten): no buffer, no work.
   virtual bool is_view() const { return false; }
-  // True for element-wise layers whose forward may write over its input and whose backward may
-  // write the input gradient over the output gradient (ReLU). The executor then lets them share the
-  // buffers of the layer below, when that layer's backward does not read its own output and
-  // nothing else reads it: less memory and memory traffic, the same arithmetic.
+  // True for element-wise layers whose forward may write over an input and whose backward may
+  // write that input's gradient over the output gradient (ReLU; add, over one of its inputs). The
+  // executor then lets them share the buffers of the layer below, when that layer's backward does
+  // not read its own output and nothing else reads it: less memory and memory traffic, the same
+  // arithmetic. Such a layer finds which input it shares by comparing data pointers.
   virtual bool can_run_in_place() const { return false; }
   // False when backward reads only the layer's input, parameters and saved state, never its output
   // (convolution, linear, batch norm): an in-place layer above may then overwrite the output.

@@ -5,13 +5,19 @@
 // statistics follow PyTorch (momentum update, unbiased variance). Sync batch norm uses the same
 // loops, split around the sum over the ranks. Activations are plain NCHW (a row of h*w values per
 // sample and channel) or blocked nChw<B>c (BatchNormGeom::block: per sample and block of B
-// channels, h*w pixels of B interleaved channels).
+// channels, h*w pixels of B interleaved channels). A ReLU or ReLU6 after the batch norm may be
+// fused (BatchNormGeom::activation): forward writes act(bn(x)), and backward masks dy where act's
+// gradient is zero, recomputing bn(x) from x exactly as forward did (the same expression, so the
+// mask is bitwise the activation layer's own) instead of reading the output.
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "cpu_ops.hpp"
 #include "ddp/cpu_clones.hpp"
+#include "ddp/error.hpp"
 #include "dnnl_util.hpp"
 
 namespace ddp::backend::cpu {
@@ -50,6 +56,51 @@ DDP_ALSO_AVX2 void row_grad_sums(const float* p, const float* d, std::int64_t le
 DDP_ALSO_AVX2 void row_grad(const float* p, const float* d, std::int64_t len, float mean,
                             float invstd, float a, float k1, float k2, float* q) {
   for (std::int64_t j = 0; j < len; ++j) q[j] = a * (d[j] - k1 - (p[j] - mean) * invstd * k2);
+}
+
+// The fused activation: kRelu or kRelu6. act_out is the activation layer's forward (cpu/
+// activation.cpp: NaN stays NaN); act_grad its backward, from the input v rather than the output
+// (the same mask for every v: v > 0, and v < 6 for ReLU6).
+constexpr int kRelu = 1, kRelu6 = 2;
+inline float act_out(float v, int act) {
+  const float lo = v < 0.0f ? 0.0f : v;
+  return act == kRelu6 && lo > 6.0f ? 6.0f : lo;
+}
+inline float act_grad(float v, float d, int act) {
+  // d or +0 by a bit mask: a select here keeps GCC from vectorising the double sums.
+  const bool pass = (v > 0.0f) & ((act != kRelu6) | (v < 6.0f));
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(d) &
+                              (0u - static_cast<std::uint32_t>(pass)));
+}
+
+// The fused versions of the loops above: y = act((x - mean) * a + b) (a and b: forward's scale
+// and shift), and backward's dy replaced by act_grad of the recomputed pre-activation.
+DDP_ALSO_AVX2 void row_affine_act(const float* p, std::int64_t len, float mean, float a, float b,
+                                  int act, float* q) {
+  for (std::int64_t j = 0; j < len; ++j) q[j] = act_out((p[j] - mean) * a + b, act);
+}
+
+DDP_ALSO_AVX2 void row_grad_sums_act(const float* p, const float* d, std::int64_t len, double mean,
+                                     double invstd, float fmean, float a, float b, int act,
+                                     double* s_out, double* t_out) {
+  double s = 0.0, t = 0.0;
+#pragma omp simd reduction(+ : s, t)
+  for (std::int64_t j = 0; j < len; ++j) {
+    const float dy = act_grad((p[j] - fmean) * a + b, d[j], act);
+    s += dy;
+    t += static_cast<double>(dy) * ((p[j] - mean) * invstd);
+  }
+  *s_out += s;
+  *t_out += t;
+}
+
+DDP_ALSO_AVX2 void row_grad_act(const float* p, const float* d, std::int64_t len, float mean,
+                                float invstd, float a, float b, int act, float k1, float k2,
+                                float* q) {
+  for (std::int64_t j = 0; j < len; ++j) {
+    const float dy = act_grad((p[j] - mean) * a + b, d[j], act);
+    q[j] = a * (dy - k1 - (p[j] - mean) * invstd * k2);
+  }
 }
 
 // Blocked layout: len pixels of B channels each; the per-channel arguments point at the block's
@@ -110,10 +161,54 @@ DDP_ALSO_AVX2 void block_grad(const float* p, const float* d, std::int64_t len, 
   }
 }
 
+DDP_ALSO_AVX2 void block_affine_act(const float* p, std::int64_t len, int B, const float* mean,
+                                    const float* a, const float* b, int act, float* q) {
+  for (std::int64_t j = 0; j < len; ++j) {
+#pragma omp simd
+    for (int l = 0; l < B; ++l) q[j * B + l] = act_out((p[j * B + l] - mean[l]) * a[l] + b[l], act);
+  }
+}
+
+DDP_ALSO_AVX2 void block_grad_sums_act(const float* p, const float* d, std::int64_t len, int B,
+                                       const float* mean, const float* invstd, const float* a,
+                                       const float* b, int act, double* s, double* t) {
+  double ls[kMaxBlock] = {}, lt[kMaxBlock] = {};
+  for (std::int64_t j = 0; j < len; ++j) {
+#pragma omp simd
+    for (int l = 0; l < B; ++l) {
+      const float x = p[j * B + l];
+      const double dy = act_grad((x - mean[l]) * a[l] + b[l], d[j * B + l], act);
+      ls[l] += dy;
+      lt[l] += dy * ((x - static_cast<double>(mean[l])) * invstd[l]);
+    }
+  }
+  for (int l = 0; l < B; ++l) {
+    s[l] += ls[l];
+    t[l] += lt[l];
+  }
+}
+
+DDP_ALSO_AVX2 void block_grad_act(const float* p, const float* d, std::int64_t len, int B,
+                                  const float* mean, const float* invstd, const float* a,
+                                  const float* b, int act, const float* k1, const float* k2,
+                                  float* q) {
+  for (std::int64_t j = 0; j < len; ++j) {
+#pragma omp simd
+    for (int l = 0; l < B; ++l) {
+      const std::int64_t e = j * B + l;
+      const float dy = act_grad((p[e] - mean[l]) * a[l] + b[l], d[e], act);
+      q[e] = a[l] * (dy - k1[l] - (p[e] - mean[l]) * invstd[l] * k2[l]);
+    }
+  }
+}
+
 class BatchNorm final : public BatchNormOp {
  public:
   explicit BatchNorm(const BatchNormGeom& g)
       : g_(g),
+        act_(!g.activation                        ? 0
+             : *g.activation == Activation::relu6 ? kRelu6
+                                                  : kRelu),
         sums_(2 * static_cast<std::size_t>(g.c) + 1),
         dsums_(2 * static_cast<std::size_t>(g.c)),
         mean_(static_cast<std::size_t>(g.c)),
@@ -186,6 +281,7 @@ class BatchNorm final : public BatchNormOp {
       running_var[ch] = (1 - m) * running_var[ch] + m * static_cast<float>(var) * unbias;
       scale_[k] = gamma[ch] * invstd_[k];
     }
+    if (act_) shift_.assign(beta, beta + c);  // backward recomputes the pre-activation
     affine(n, x, mean_.data(), scale_.data(), beta, y);
   }
 
@@ -195,9 +291,14 @@ class BatchNorm final : public BatchNormOp {
     if (g_.block > 0) {
       const int B = g_.block;
       block_reduce(n, [&](std::int64_t i, std::int64_t cb, double* s, double* t) {
-        const std::int64_t at = (i * c + cb * B) * hw;
-        block_grad_sums(x + at, dy + at, hw, B, mean_.data() + cb * B, invstd_.data() + cb * B,
-                        s + cb * B, t + cb * B);
+        const std::int64_t at = (i * c + cb * B) * hw, ch = cb * B;
+        if (act_) {
+          block_grad_sums_act(x + at, dy + at, hw, B, mean_.data() + ch, invstd_.data() + ch,
+                              scale_.data() + ch, shift_.data() + ch, act_, s + ch, t + ch);
+        } else {
+          block_grad_sums(x + at, dy + at, hw, B, mean_.data() + ch, invstd_.data() + ch, s + ch,
+                          t + ch);
+        }
       });
       std::copy(partial_.begin(), partial_.begin() + 2 * c, dsums_.begin());
     } else {
@@ -205,9 +306,15 @@ class BatchNorm final : public BatchNormOp {
       for (std::int64_t ch = 0; ch < c; ++ch) {
         const auto k = static_cast<std::size_t>(ch);
         double s = 0.0, t = 0.0;
-        for (std::int64_t i = 0; i < n; ++i)
-          row_grad_sums(x + (i * c + ch) * hw, dy + (i * c + ch) * hw, hw, mean_[k], invstd_[k], &s,
-                        &t);
+        for (std::int64_t i = 0; i < n; ++i) {
+          const std::int64_t at = (i * c + ch) * hw;
+          if (act_) {
+            row_grad_sums_act(x + at, dy + at, hw, mean_[k], invstd_[k], mean_[k], scale_[k],
+                              shift_[k], act_, &s, &t);
+          } else {
+            row_grad_sums(x + at, dy + at, hw, mean_[k], invstd_[k], &s, &t);
+          }
+        }
         dsums_[k] = s;
         dsums_[k + static_cast<std::size_t>(c)] = t;
       }
@@ -234,8 +341,14 @@ class BatchNorm final : public BatchNormOp {
     if (g_.block > 0) {
       const int B = g_.block;
       each_block(n, [&](std::int64_t at, std::int64_t ch) {
-        block_grad(x + at, dy + at, hw, B, mean_.data() + ch, invstd_.data() + ch,
-                   scale_.data() + ch, k1_.data() + ch, k2_.data() + ch, dx + at);
+        if (act_) {
+          block_grad_act(x + at, dy + at, hw, B, mean_.data() + ch, invstd_.data() + ch,
+                         scale_.data() + ch, shift_.data() + ch, act_, k1_.data() + ch,
+                         k2_.data() + ch, dx + at);
+        } else {
+          block_grad(x + at, dy + at, hw, B, mean_.data() + ch, invstd_.data() + ch,
+                     scale_.data() + ch, k1_.data() + ch, k2_.data() + ch, dx + at);
+        }
       });
       return;
     }
@@ -243,8 +356,13 @@ class BatchNorm final : public BatchNormOp {
     for (std::int64_t i = 0; i < n; ++i) {
       for (std::int64_t ch = 0; ch < c; ++ch) {
         const auto k = static_cast<std::size_t>(ch);
-        row_grad(x + (i * c + ch) * hw, dy + (i * c + ch) * hw, hw, mean_[k], invstd_[k], scale_[k],
-                 k1_[k], k2_[k], dx + (i * c + ch) * hw);
+        const std::int64_t at = (i * c + ch) * hw;
+        if (act_) {
+          row_grad_act(x + at, dy + at, hw, mean_[k], invstd_[k], scale_[k], shift_[k], act_,
+                       k1_[k], k2_[k], dx + at);
+        } else {
+          row_grad(x + at, dy + at, hw, mean_[k], invstd_[k], scale_[k], k1_[k], k2_[k], dx + at);
+        }
       }
     }
   }
@@ -266,21 +384,29 @@ class BatchNorm final : public BatchNormOp {
       for (std::int64_t cb = 0; cb < blocks; ++cb) f((i * c + cb * B) * hw, cb * B);
   }
 
-  // y = (x - mean) * scale + shift per channel.
+  // y = (x - mean) * scale + shift per channel, then the fused activation.
   void affine(std::int64_t n, const float* x, const float* mean, const float* scale,
               const float* shift, float* y) {
     const std::int64_t c = g_.c, hw = g_.h * g_.w;
     if (g_.block > 0) {
       each_block(n, [&](std::int64_t at, std::int64_t ch) {
-        block_affine(x + at, hw, g_.block, mean + ch, scale + ch, shift + ch, y + at);
+        if (act_) {
+          block_affine_act(x + at, hw, g_.block, mean + ch, scale + ch, shift + ch, act_, y + at);
+        } else {
+          block_affine(x + at, hw, g_.block, mean + ch, scale + ch, shift + ch, y + at);
+        }
       });
       return;
     }
 #pragma omp parallel for collapse(2) if (n * c * hw >= kParallelMin) schedule(static)
     for (std::int64_t i = 0; i < n; ++i)
       for (std::int64_t ch = 0; ch < c; ++ch) {
-        row_affine(x + (i * c + ch) * hw, hw, mean[ch], scale[ch], shift[ch],
-                   y + (i * c + ch) * hw);
+        const std::int64_t at = (i * c + ch) * hw;
+        if (act_) {
+          row_affine_act(x + at, hw, mean[ch], scale[ch], shift[ch], act_, y + at);
+        } else {
+          row_affine(x + at, hw, mean[ch], scale[ch], shift[ch], y + at);
+        }
       }
   }
 
@@ -303,11 +429,13 @@ class BatchNorm final : public BatchNormOp {
   }
 
   BatchNormGeom g_;
+  int act_;  // the fused activation: 0 none, kRelu, kRelu6
   // The per-channel sums (all-reduced between the two halves under sync batch norm) and their
   // count; the statistics of the last training forward (read by backward); per-channel factors.
   std::vector<double> sums_, dsums_, partial_;
   double count_ = 0.0;
   std::vector<float> mean_, invstd_, scale_, k1_, k2_;
+  std::vector<float> shift_;       // with a fused activation: beta of the last training forward
   std::vector<float> eval_scale_;  // evaluation: gamma / sqrt(running_var + eps)
 };
 
@@ -315,6 +443,8 @@ class BatchNorm final : public BatchNormOp {
 
 std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormGeom& g) {
   check_block(g.block, g.c, "batch norm");
+  if (g.activation && *g.activation != Activation::relu && *g.activation != Activation::relu6)
+    throw Error("internal: batch norm fuses only ReLU and ReLU6");
   return std::make_unique<BatchNorm>(g);
 }
 

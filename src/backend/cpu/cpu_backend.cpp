@@ -35,6 +35,7 @@ dnnl::stream& stream() {
 namespace {
 
 std::atomic<bool> blocked_activations{true};
+std::atomic<bool> fused_batch_norm_activations{true};
 
 // The channel block of oneDNN's direct convolution kernels on this CPU (its ISA values are bit
 // masks, each including the ones below).
@@ -59,6 +60,9 @@ class CpuBackend final : public Backend {
   std::unique_ptr<LinearOp> linear(const LinearGeom& g) override { return make_linear(g); }
   std::unique_ptr<BatchNormOp> batch_norm(const BatchNormGeom& g) override {
     return make_batch_norm(g);
+  }
+  bool batch_norm_fuses(Activation kind) const override {
+    return fuse_ && (kind == Activation::relu || kind == Activation::relu6);
   }
 
   void activation_forward(Activation kind, float alpha, std::int64_t count, const float* x,
@@ -113,6 +117,7 @@ class CpuBackend final : public Backend {
  private:
   std::array<std::uint32_t, kOverflowSlots> overflow_{};
   int block_ = blocked_activations ? isa_block() : 0;
+  bool fuse_ = fused_batch_norm_activations;
 };
 
 }  // namespace
@@ -132,6 +137,10 @@ int compute_threads() {
 
 void set_blocked_activations(bool on) {
   cpu::blocked_activations = on;
+}
+
+void set_fused_batch_norm_activations(bool on) {
+  cpu::fused_batch_norm_activations = on;
 }
 
 }  // namespace ddp::backend

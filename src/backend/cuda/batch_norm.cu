@@ -264,6 +264,8 @@ class BatchNorm final : public BatchNormOp {
 }  // namespace
 
 std::unique_ptr<BatchNormOp> make_batch_norm(std::shared_ptr<Context> ctx, const BatchNormGeom& g) {
+  // Backend::batch_norm_fuses is false here: the activation stays a layer of its own.
+  if (g.activation) throw Error("internal: the CUDA batch norm has no fused activation");
   return std::make_unique<BatchNorm>(std::move(ctx), g);
 }
 

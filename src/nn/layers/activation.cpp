@@ -1,5 +1,6 @@
 // Element-wise activations: relu, relu6, leaky_relu, gelu, silu. One layer parameterised by the
 // kind; the backend holds the arithmetic.
+#include "ddp/nn/activation_fusion.hpp"
 #include "layer_util.hpp"
 #include "layers.hpp"
 
@@ -18,7 +19,7 @@ Activation kind_of(const LayerSpec& spec) {
   throw Error("internal: layer '" + spec.name + "' of type '" + t + "' is not an activation");
 }
 
-class ActivationLayer final : public UnaryLayer {
+class ActivationLayer final : public UnaryLayer, public FusableActivation {
  public:
   ActivationLayer(const LayerSpec& spec, backend::Backend& be)
       : UnaryLayer(spec), be_(be), kind_(kind_of(spec)) {
@@ -38,17 +39,20 @@ class ActivationLayer final : public UnaryLayer {
   bool backward_reads_output() const override { return backend::backward_uses_output(kind_); }
   LayoutUse layout_use() const override { return LayoutUse::elementwise; }
   void forward(const Tensor& x, const Tensor& y, const StepContext&) override {
-    be_.activation_forward(kind_, alpha_, x.numel(), x.data(), y.data());
+    if (!fused_) be_.activation_forward(kind_, alpha_, x.numel(), x.data(), y.data());
   }
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor* dx) override {
-    if (dx)
+    if (dx && !fused_)
       be_.activation_backward(kind_, alpha_, dy.numel(), x.data(), y.data(), dy.data(), dx->data());
   }
+  Activation activation_kind() const override { return kind_; }
+  void set_fused() override { fused_ = true; }
 
  private:
   backend::Backend& be_;
   Activation kind_;
   float alpha_ = 0.0f;
+  bool fused_ = false;  // the layer below applies it (nn/activation_fusion.hpp)
 };
 
 }  // namespace

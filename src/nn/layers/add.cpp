@@ -16,15 +16,22 @@ class Add final : public Layer {
       if (in[k] != in[0]) inputs_error(*this, in, "add needs inputs of equal shape");
     return in[0];
   }
+  // In place (GraphPlan::storage), y is one of the inputs: the others are added to it, and its
+  // gradient is the output gradient already.
   void forward(std::span<const Tensor> xs, const Tensor& y, const StepContext&) override {
-    be_.copy(y.numel(), xs[0].data(), y.data());
-    for (std::size_t k = 1; k < xs.size(); ++k) be_.add(y.numel(), xs[k].data(), y.data());
+    std::size_t first = 0;
+    for (std::size_t k = 0; k < xs.size(); ++k)
+      if (xs[k].data() == y.data()) first = k;
+    if (xs[first].data() != y.data()) be_.copy(y.numel(), xs[first].data(), y.data());
+    for (std::size_t k = 0; k < xs.size(); ++k)
+      if (k != first) be_.add(y.numel(), xs[k].data(), y.data());
   }
   void backward(std::span<const Tensor>, const Tensor&, const Tensor& dy,
                 std::span<const Tensor* const> dxs) override {
     for (const Tensor* dx : dxs)
-      if (dx) be_.copy(dy.numel(), dy.data(), dx->data());
+      if (dx && dx->data() != dy.data()) be_.copy(dy.numel(), dy.data(), dx->data());
   }
+  bool can_run_in_place() const override { return true; }
   bool backward_reads_output() const override { return false; }
   LayoutUse layout_use() const override { return LayoutUse::elementwise; }
 

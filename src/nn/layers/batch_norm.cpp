@@ -2,6 +2,7 @@
 // running mean/variance as non-trainable buffers. With a BatchStatsReducer (model.sync_batchnorm)
 // a training step normalises with the statistics of every rank's samples, as PyTorch's
 // SyncBatchNorm: the per-channel sums of forward and the two of backward are summed over ranks.
+#include "ddp/nn/activation_fusion.hpp"
 #include "ddp/nn/batch_stats_reducer.hpp"
 #include "layer_util.hpp"
 #include "layers.hpp"
@@ -9,7 +10,7 @@
 namespace ddp::nn {
 namespace {
 
-class BatchNorm final : public UnaryLayer, public UsesBatchStatsReducer {
+class BatchNorm final : public UnaryLayer, public UsesBatchStatsReducer, public FusesActivation {
  public:
   BatchNorm(const LayerSpec& spec, backend::Backend& be) : UnaryLayer(spec), be_(be) {}
 
@@ -80,6 +81,14 @@ class BatchNorm final : public UnaryLayer, public UsesBatchStatsReducer {
     op_ = be_.batch_norm(g_);
   }
   double forward_flops() const override { return 4.0 * static_cast<double>(g_.c * g_.h * g_.w); }
+
+  // Sync batch norm too: the op's split passes apply and mask the activation the same way.
+  bool fuse_activation(backend::Activation kind) override {
+    if (!be_.batch_norm_fuses(kind)) return false;
+    g_.activation = kind;
+    op_ = be_.batch_norm(g_);
+    return true;
+  }
 
   void set_batch_stats_reducer(BatchStatsReducer* reducer) override { reducer_ = reducer; }
   void forward_without_samples() override {
