@@ -1,5 +1,6 @@
 #include "ddp/nn/graph.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "layers/layer_util.hpp"
@@ -94,11 +95,14 @@ GraphPlan plan_graph(const std::vector<std::unique_ptr<Layer>>& layers, const Sh
       plan.storage[i] = p == kModelInput ? kModelInput : plan.storage[static_cast<std::size_t>(p)];
     } else if (layer.can_run_in_place()) {
       // An input's buffer may be overwritten when nothing else reads it and its producer's
-      // backward does not need it; the first such input is taken (an add has several). The model
-      // input is the caller's, and a view's buffer holds another layer's output. The producer may
-      // itself run in place (batch norm -> add -> ReLU share one buffer): every layer on that
-      // buffer passed this test when it took it.
-      for (const int q : plan.inputs[i]) {
+      // backward does not need it; the first such input of the first two is taken (an add over
+      // its first or second input sums in the order it would out of place). The model input is
+      // the caller's, and a view's buffer holds another layer's output. The producer may itself
+      // run in place (batch norm -> add -> ReLU share one buffer): every layer on that buffer
+      // passed this test when it took it, and having overwritten its input, it cannot need it.
+      const std::size_t candidates = std::min<std::size_t>(2, plan.inputs[i].size());
+      for (std::size_t k = 0; k < candidates; ++k) {
+        const int q = plan.inputs[i][k];
         if (q == kModelInput) continue;
         const auto qq = static_cast<std::size_t>(q);
         if (!layers[qq]->is_view() && plan.consumers[qq] == 1 &&

@@ -65,6 +65,8 @@ Pass run_batch_norm(Activation act, bool fused, bool split, int block) {
                 r.y.data(), true);
   }
   if (!fused) be->activation_forward(act, 0.0f, size, r.y.data(), r.y.data());
+  // A weight that changes between forward and backward leaves the mask forward's.
+  for (auto& v : gamma) v *= 1.25f;
   std::vector<float> d = dy;  // the gradient reaching the batch norm's output
   if (!fused) be->activation_backward(act, 0.0f, size, nullptr, r.y.data(), d.data(), d.data());
   r.dx.resize(x.size());

@@ -73,8 +73,8 @@ inline float act_grad(float v, float d, int act) {
                               (0u - static_cast<std::uint32_t>(pass)));
 }
 
-// The fused versions of the loops above: y = act((x - mean) * a + b) (a and b: forward's scale
-// and shift), and backward's dy replaced by act_grad of the recomputed pre-activation.
+// The fused versions of the loops above: y = act((x - mean) * a + b), and backward's dy replaced by
+// act_grad of the pre-activation recomputed with forward's scale and shift (fa, b).
 DDP_ALSO_AVX2 void row_affine_act(const float* p, std::int64_t len, float mean, float a, float b,
                                   int act, float* q) {
   for (std::int64_t j = 0; j < len; ++j) q[j] = act_out((p[j] - mean) * a + b, act);
@@ -95,10 +95,10 @@ DDP_ALSO_AVX2 void row_grad_sums_act(const float* p, const float* d, std::int64_
 }
 
 DDP_ALSO_AVX2 void row_grad_act(const float* p, const float* d, std::int64_t len, float mean,
-                                float invstd, float a, float b, int act, float k1, float k2,
-                                float* q) {
+                                float invstd, float fa, float b, int act, float a, float k1,
+                                float k2, float* q) {
   for (std::int64_t j = 0; j < len; ++j) {
-    const float dy = act_grad((p[j] - mean) * a + b, d[j], act);
+    const float dy = act_grad((p[j] - mean) * fa + b, d[j], act);
     q[j] = a * (dy - k1 - (p[j] - mean) * invstd * k2);
   }
 }
@@ -189,14 +189,14 @@ DDP_ALSO_AVX2 void block_grad_sums_act(const float* p, const float* d, std::int6
 }
 
 DDP_ALSO_AVX2 void block_grad_act(const float* p, const float* d, std::int64_t len, int B,
-                                  const float* mean, const float* invstd, const float* a,
-                                  const float* b, int act, const float* k1, const float* k2,
-                                  float* q) {
+                                  const float* mean, const float* invstd, const float* fa,
+                                  const float* b, int act, const float* a, const float* k1,
+                                  const float* k2, float* q) {
   for (std::int64_t j = 0; j < len; ++j) {
 #pragma omp simd
     for (int l = 0; l < B; ++l) {
       const std::int64_t e = j * B + l;
-      const float dy = act_grad((p[e] - mean[l]) * a[l] + b[l], d[e], act);
+      const float dy = act_grad((p[e] - mean[l]) * fa[l] + b[l], d[e], act);
       q[e] = a[l] * (dy - k1[l] - (p[e] - mean[l]) * invstd[l] * k2[l]);
     }
   }
@@ -281,7 +281,10 @@ class BatchNorm final : public BatchNormOp {
       running_var[ch] = (1 - m) * running_var[ch] + m * static_cast<float>(var) * unbias;
       scale_[k] = gamma[ch] * invstd_[k];
     }
-    if (act_) shift_.assign(beta, beta + c);  // backward recomputes the pre-activation
+    if (act_) {  // backward recomputes the pre-activation with these
+      fscale_ = scale_;
+      shift_.assign(beta, beta + c);
+    }
     affine(n, x, mean_.data(), scale_.data(), beta, y);
   }
 
@@ -294,7 +297,7 @@ class BatchNorm final : public BatchNormOp {
         const std::int64_t at = (i * c + cb * B) * hw, ch = cb * B;
         if (act_) {
           block_grad_sums_act(x + at, dy + at, hw, B, mean_.data() + ch, invstd_.data() + ch,
-                              scale_.data() + ch, shift_.data() + ch, act_, s + ch, t + ch);
+                              fscale_.data() + ch, shift_.data() + ch, act_, s + ch, t + ch);
         } else {
           block_grad_sums(x + at, dy + at, hw, B, mean_.data() + ch, invstd_.data() + ch, s + ch,
                           t + ch);
@@ -309,7 +312,7 @@ class BatchNorm final : public BatchNormOp {
         for (std::int64_t i = 0; i < n; ++i) {
           const std::int64_t at = (i * c + ch) * hw;
           if (act_) {
-            row_grad_sums_act(x + at, dy + at, hw, mean_[k], invstd_[k], mean_[k], scale_[k],
+            row_grad_sums_act(x + at, dy + at, hw, mean_[k], invstd_[k], mean_[k], fscale_[k],
                               shift_[k], act_, &s, &t);
           } else {
             row_grad_sums(x + at, dy + at, hw, mean_[k], invstd_[k], &s, &t);
@@ -343,8 +346,8 @@ class BatchNorm final : public BatchNormOp {
       each_block(n, [&](std::int64_t at, std::int64_t ch) {
         if (act_) {
           block_grad_act(x + at, dy + at, hw, B, mean_.data() + ch, invstd_.data() + ch,
-                         scale_.data() + ch, shift_.data() + ch, act_, k1_.data() + ch,
-                         k2_.data() + ch, dx + at);
+                         fscale_.data() + ch, shift_.data() + ch, act_, scale_.data() + ch,
+                         k1_.data() + ch, k2_.data() + ch, dx + at);
         } else {
           block_grad(x + at, dy + at, hw, B, mean_.data() + ch, invstd_.data() + ch,
                      scale_.data() + ch, k1_.data() + ch, k2_.data() + ch, dx + at);
@@ -358,8 +361,8 @@ class BatchNorm final : public BatchNormOp {
         const auto k = static_cast<std::size_t>(ch);
         const std::int64_t at = (i * c + ch) * hw;
         if (act_) {
-          row_grad_act(x + at, dy + at, hw, mean_[k], invstd_[k], scale_[k], shift_[k], act_,
-                       k1_[k], k2_[k], dx + at);
+          row_grad_act(x + at, dy + at, hw, mean_[k], invstd_[k], fscale_[k], shift_[k], act_,
+                       scale_[k], k1_[k], k2_[k], dx + at);
         } else {
           row_grad(x + at, dy + at, hw, mean_[k], invstd_[k], scale_[k], k1_[k], k2_[k], dx + at);
         }
@@ -435,7 +438,8 @@ class BatchNorm final : public BatchNormOp {
   std::vector<double> sums_, dsums_, partial_;
   double count_ = 0.0;
   std::vector<float> mean_, invstd_, scale_, k1_, k2_;
-  std::vector<float> shift_;       // with a fused activation: beta of the last training forward
+  // With a fused activation: the last training forward's scale and beta (its pre-activation).
+  std::vector<float> fscale_, shift_;
   std::vector<float> eval_scale_;  // evaluation: gamma / sqrt(running_var + eps)
 };
 
