@@ -200,6 +200,14 @@ class Backend {
   virtual void fill(std::int64_t count, float value, float* y) = 0;
   virtual void copy(std::int64_t count, const float* x, float* y) = 0;
   virtual void add(std::int64_t count, const float* x, float* y) = 0;  // y += x
+  // Whether add_activation does its work in one pass for `kind`: a residual add then applies the
+  // ReLU after it itself (nn/activation_fusion.hpp).
+  virtual bool add_fuses(Activation /*kind*/) const { return false; }
+  // y = act(y + x), bitwise add followed by activation_forward (which is what it does here).
+  virtual void add_activation(Activation kind, std::int64_t count, const float* x, float* y) {
+    add(count, x, y);
+    activation_forward(kind, 0.0f, count, y, y);
+  }
   // `rows` rows of `cols` floats: row r of x starts at x + r * x_pitch, of y at y + r * y_pitch
   // (channel concatenation: one row per sample).
   virtual void copy_rows(std::int64_t rows, std::int64_t cols, const float* x, std::int64_t x_pitch,

@@ -17,8 +17,8 @@ int compute_threads();
 // activation_block: 16 channels with AVX-512, 8 with AVX2, none below). On by default; off keeps
 // every activation in plain NCHW (tests compare the two; benchmarks measure the difference).
 void set_blocked_activations(bool on);
-// Whether CPU backends made from now on fuse a ReLU or ReLU6 into the batch norm below it
-// (Backend::batch_norm_fuses). On by default; tests compare the two.
-void set_fused_batch_norm_activations(bool on);
+// Whether CPU backends made from now on fuse a ReLU or ReLU6 into the batch norm or residual add
+// below it (Backend::batch_norm_fuses, add_fuses). On by default; tests compare the two.
+void set_fused_activations(bool on);
 
 }  // namespace ddp::backend

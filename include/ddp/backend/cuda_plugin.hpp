@@ -35,7 +35,7 @@ struct CudaOptions;
 
 // Raise when CudaPluginTable or an interface crossing it (Backend, CudaBackend, Communicator,
 // NcclComm, their option structs) changes in a way the size check does not catch.
-inline constexpr int kCudaPluginAbi = 3;  // 3: Backend::batch_norm_fuses, BatchNormGeom::activation
+inline constexpr int kCudaPluginAbi = 4;  // 4: Backend::add_fuses, add_activation
 inline constexpr const char* kCudaPluginEntrySymbol = "ddp_cuda_plugin_table";
 inline constexpr const char* kCudaPluginFile = "libddp_cuda.so";
 

@@ -2,9 +2,11 @@
 // Activations folded into the layer below them. A ReLU after a batch norm costs two passes over
 // memory of its own in forward and three in backward; a batch norm that applies it itself (the
 // CPU's: Backend::batch_norm_fuses) writes act(bn(x)) in the pass it makes anyway, and masks its
-// output gradient in backward. The activation layer stays in the graph (names, shapes, exports
-// are unchanged) but does no work: it runs in place over the batch norm's buffer, so its output
-// is that buffer, and its input gradient is its output gradient, which the batch norm reads.
+// output gradient in backward. A residual add does the same with the ReLU after it (add_fuses):
+// it saves the forward pass; its backward masks dy instead of the ReLU. The activation layer
+// stays in the graph (names, shapes, exports are unchanged) but does no work: it runs in place
+// over the layer's buffer, so its output is that buffer, and its input gradient is its output
+// gradient, which the layer below reads.
 #include <memory>
 #include <optional>
 #include <vector>
@@ -15,7 +17,7 @@
 
 namespace ddp::nn {
 
-// A layer that can apply an activation to its own output (batch norm).
+// A layer that can apply an activation to its own output (batch norm, add).
 class FusesActivation {
  public:
   // From now on apply `kind` to the output in forward, and take the gradient of the activation's

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "cpu_kernels.hpp"
+#include "ddp/error.hpp"
 #include "dnnl_util.hpp"
 
 namespace ddp::backend::cpu {
@@ -141,6 +142,29 @@ void activation_backward(Activation kind, float alpha, std::int64_t count, const
       stream(),
       {{DNNL_ARG_SRC, e.src}, {DNNL_ARG_DIFF_DST, e.diff_dst}, {DNNL_ARG_DIFF_SRC, e.diff_src}});
   stream().wait();
+}
+
+void add_activation(Activation kind, std::int64_t count, const float* x, float* y) {
+  // The expressions of add and relu_family_forward, so the result is bitwise theirs.
+  switch (kind) {
+    case Activation::relu:
+#pragma omp parallel for simd if (count >= kParallelMin) schedule(static)
+      for (std::int64_t i = 0; i < count; ++i) {
+        const float v = y[i] + x[i];
+        y[i] = v < 0.0f ? 0.0f : v;
+      }
+      return;
+    case Activation::relu6:
+#pragma omp parallel for simd if (count >= kParallelMin) schedule(static)
+      for (std::int64_t i = 0; i < count; ++i) {
+        const float v = y[i] + x[i];
+        const float lo = v < 0.0f ? 0.0f : v;
+        y[i] = lo > 6.0f ? 6.0f : lo;
+      }
+      return;
+    default:
+      throw Error("internal: the CPU's add_activation takes relu and relu6 only");
+  }
 }
 
 }  // namespace ddp::backend::cpu

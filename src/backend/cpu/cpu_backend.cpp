@@ -35,7 +35,7 @@ dnnl::stream& stream() {
 namespace {
 
 std::atomic<bool> blocked_activations{true};
-std::atomic<bool> fused_batch_norm_activations{true};
+std::atomic<bool> fused_activations{true};
 
 // The channel block of oneDNN's direct convolution kernels on this CPU (its ISA values are bit
 // masks, each including the ones below).
@@ -64,6 +64,7 @@ class CpuBackend final : public Backend {
   bool batch_norm_fuses(Activation kind) const override {
     return fuse_ && (kind == Activation::relu || kind == Activation::relu6);
   }
+  bool add_fuses(Activation kind) const override { return batch_norm_fuses(kind); }
 
   void activation_forward(Activation kind, float alpha, std::int64_t count, const float* x,
                           float* y) override {
@@ -97,6 +98,9 @@ class CpuBackend final : public Backend {
   void fill(std::int64_t count, float value, float* y) override { cpu::fill(count, value, y); }
   void copy(std::int64_t count, const float* x, float* y) override { cpu::copy(count, x, y); }
   void add(std::int64_t count, const float* x, float* y) override { cpu::add(count, x, y); }
+  void add_activation(Activation kind, std::int64_t count, const float* x, float* y) override {
+    cpu::add_activation(kind, count, x, y);
+  }
   void copy_rows(std::int64_t rows, std::int64_t cols, const float* x, std::int64_t x_pitch,
                  float* y, std::int64_t y_pitch) override {
     cpu::copy_rows(rows, cols, x, x_pitch, y, y_pitch);
@@ -117,7 +121,7 @@ class CpuBackend final : public Backend {
  private:
   std::array<std::uint32_t, kOverflowSlots> overflow_{};
   int block_ = blocked_activations ? isa_block() : 0;
-  bool fuse_ = fused_batch_norm_activations;
+  bool fuse_ = fused_activations;
 };
 
 }  // namespace
@@ -139,8 +143,8 @@ void set_blocked_activations(bool on) {
   cpu::blocked_activations = on;
 }
 
-void set_fused_batch_norm_activations(bool on) {
-  cpu::fused_batch_norm_activations = on;
+void set_fused_activations(bool on) {
+  cpu::fused_activations = on;
 }
 
 }  // namespace ddp::backend

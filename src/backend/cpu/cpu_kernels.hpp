@@ -7,6 +7,8 @@
 namespace ddp::backend::cpu {
 
 void activation_forward(Activation kind, float alpha, std::int64_t count, const float* x, float* y);
+// y = act(y + x) for relu and relu6 (the residual add with the ReLU after it), one pass.
+void add_activation(Activation kind, std::int64_t count, const float* x, float* y);
 void activation_backward(Activation kind, float alpha, std::int64_t count, const float* x,
                          const float* y, const float* dy, float* dx);
 void dropout_forward(std::int64_t n, std::int64_t per_sample, float p, std::uint64_t seed,
@@ -15,8 +17,8 @@ void mul(std::int64_t count, const float* a, const float* b, float* y);
 void fill(std::int64_t count, float value, float* y);
 void copy(std::int64_t count, const float* x, float* y);
 void add(std::int64_t count, const float* x, float* y);
-void copy_rows(std::int64_t rows, std::int64_t cols, const float* x, std::int64_t x_pitch,
-               float* y, std::int64_t y_pitch);
+void copy_rows(std::int64_t rows, std::int64_t cols, const float* x, std::int64_t x_pitch, float* y,
+               std::int64_t y_pitch);
 bool unscale_check(std::int64_t count, float* g, float inv_scale);
 Backend::LossResult softmax_xent(std::int64_t n, std::int64_t classes, const float* logits,
                                  const std::int32_t* labels, float label_smoothing,

@@ -1,16 +1,22 @@
 // A ReLU or ReLU6 folded into the batch norm below it (nn/activation_fusion.hpp): the CPU op with
 // BatchNormGeom::activation computes bitwise what the op followed by the activation computes - in
 // training, evaluation and sync batch norm's split passes, on plain and blocked layouts - and a
-// model trains to bitwise the same logits and gradients with fusion on or off. The plan folds only
-// activations that run in place over a batch norm.
+// model trains to bitwise the same logits and gradients with fusion on or off. The same for a ReLU
+// or ReLU6 folded into the residual add below it. The plan folds only activations that run in
+// place over a batch norm or an add.
+#include "ddp/nn/activation_fusion.hpp"
+
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "ddp/backend/cpu_backend.hpp"
-#include "ddp/nn/activation_fusion.hpp"
 #include "ddp/nn/graph.hpp"
 #include "ddp/nn/layer_factory.hpp"
 #include "ddp/nn/model.hpp"
@@ -131,23 +137,53 @@ INSTANTIATE_TEST_SUITE_P(
              (info.param.split ? "Split" : "") + "Block" + std::to_string(info.param.block);
     });
 
+// The CPU's add_activation is bitwise add followed by the activation, at the kinks (sums of
+// exactly 0 and 6, a negative zero) and for NaN and infinities; over an array large enough to
+// take the threaded path as well as a small one.
+TEST(FusedAdd, IsBitwiseTheAddThenTheActivation) {
+  auto be = backend::make_cpu_backend();
+  for (const Activation act : {Activation::relu, Activation::relu6}) {
+    ASSERT_TRUE(be->add_fuses(act));
+    for (const std::int64_t count : {std::int64_t{37}, std::int64_t{1} << 17}) {
+      auto x = random_vector(static_cast<std::size_t>(count), 5, -8.0f, 8.0f);
+      auto y = random_vector(static_cast<std::size_t>(count), 6, -8.0f, 8.0f);
+      const float inf = std::numeric_limits<float>::infinity();
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      const std::vector<std::pair<float, float>> edges{
+          {1.5f, -1.5f}, {-0.0f, -0.0f}, {4.0f, 2.0f}, {6.0f, 0.0f}, {nan, 1.0f},
+          {inf, 1.0f},   {-inf, 2.0f},   {inf, -inf},  {-3.0f, 9.0f}};
+      for (std::size_t k = 0; k < edges.size(); ++k) std::tie(x[k], y[k]) = edges[k];
+      std::vector<float> apart = y, fused = y;
+      be->add(count, x.data(), apart.data());
+      be->activation_forward(act, 0.0f, count, apart.data(), apart.data());
+      be->add_activation(act, count, x.data(), fused.data());
+      ASSERT_EQ(0, std::memcmp(apart.data(), fused.data(), apart.size() * sizeof(float)))
+          << (act == Activation::relu ? "relu" : "relu6") << ", " << count << " floats";
+    }
+  }
+  EXPECT_FALSE(be->add_fuses(Activation::leaky_relu));
+  EXPECT_FALSE(be->add_fuses(Activation::gelu));
+}
+
 nn::LayerSpec reads(nn::LayerSpec s, std::vector<std::string> inputs) {
   s.inputs = std::move(inputs);
   return s;
 }
 
 // Which activations the plan folds into the layer below.
-TEST(ActivationFusion, FoldsOnlyActivationsRunningInPlaceOverABatchNorm) {
+TEST(ActivationFusion, FoldsOnlyActivationsRunningInPlaceOverABatchNormOrAnAdd) {
   auto be = backend::make_cpu_backend();
   nn::LayerSpec leaky = L("leaky_relu", "leaky");
   leaky.slope = 0.1f;
+  nn::LayerSpec leaky2 = leaky;
+  leaky2.name = "leaky2";
   const std::vector<nn::LayerSpec> specs{L("conv2d", "conv1", 8, 3, 1),
                                          L("batchnorm", "bn1"),
                                          L("relu", "relu1"),  // folded
                                          L("conv2d", "conv2", 8, 3, 1),
                                          L("batchnorm", "bn2"),
-                                         reads(L("add", "sum"), {"bn2", "relu1"}),
-                                         L("relu", "relu2"),  // over the add: not a batch norm
+                                         reads(L("add", "sum"), {"bn2", "relu1"}),  // over bn2
+                                         L("relu", "relu2"),  // folded into the add
                                          L("batchnorm", "bn3"),
                                          L("relu6", "relu6"),  // folded
                                          L("batchnorm", "bn4"),
@@ -156,7 +192,15 @@ TEST(ActivationFusion, FoldsOnlyActivationsRunningInPlaceOverABatchNorm) {
                                          L("gelu", "gelu"),  // not in place
                                          L("batchnorm", "bn6"),
                                          L("relu", "relu3"),  // bn6 is read twice: not in place
-                                         reads(L("add", "sum2"), {"relu3", "bn6"}),
+                                         reads(L("add", "sum2"), {"relu3", "bn6"}),  // not either
+                                         L("relu", "relu4"),  // folded into an add of its own
+                                         L("conv2d", "conv3", 8, 3, 1),
+                                         reads(L("add", "sum3"), {"conv3", "relu4"}),
+                                         leaky2,  // in place; the add fuses ReLU and ReLU6 only
+                                         L("conv2d", "conv4", 8, 3, 1),
+                                         reads(L("add", "sum4"), {"conv4", "leaky2"}),
+                                         L("relu", "relu5"),  // sum4 is read twice: not in place
+                                         reads(L("add", "sum5"), {"relu5", "sum4"}),
                                          L("global_avgpool", "gap"),
                                          L("linear", "fc", 3)};
   std::vector<std::unique_ptr<nn::Layer>> layers;
@@ -164,14 +208,15 @@ TEST(ActivationFusion, FoldsOnlyActivationsRunningInPlaceOverABatchNorm) {
   const nn::GraphPlan plan = nn::plan_graph(layers, Shape{3, 6, 6});
   const std::vector<bool> fused = nn::fuse_activations(layers, plan);
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    const bool want = specs[i].name == "relu1" || specs[i].name == "relu6";
+    const bool want = specs[i].name == "relu1" || specs[i].name == "relu2" ||
+                      specs[i].name == "relu6" || specs[i].name == "relu4";
     EXPECT_EQ(fused[i], want) << specs[i].name;
   }
 
   // A backend that does not fuse (the GPU's, or the CPU's with fusion off) folds nothing.
-  backend::set_fused_batch_norm_activations(false);
+  backend::set_fused_activations(false);
   auto plain_be = backend::make_cpu_backend();
-  backend::set_fused_batch_norm_activations(true);
+  backend::set_fused_activations(true);
   std::vector<std::unique_ptr<nn::Layer>> plain;
   for (const auto& s : specs) plain.push_back(nn::make_layer(s, *plain_be));
   const std::vector<bool> none = nn::fuse_activations(plain, nn::plan_graph(plain, Shape{3, 6, 6}));
@@ -188,9 +233,9 @@ void expect_same_with_fusion(const std::vector<nn::LayerSpec>& specs, const Shap
     std::vector<float> logits, grads, eval;
   };
   const auto run = [&](bool fuse) {
-    backend::set_fused_batch_norm_activations(fuse);
+    backend::set_fused_activations(fuse);
     auto be = backend::make_cpu_backend();
-    backend::set_fused_batch_norm_activations(true);
+    backend::set_fused_activations(true);
     nn::Model m(specs, in, classes, *be);
     m.init_parameters(7);
     const Tensor& y = m.forward(Tensor::view(x.data(), in.with_batch(n)),
@@ -209,8 +254,8 @@ void expect_same_with_fusion(const std::vector<nn::LayerSpec>& specs, const Shap
   EXPECT_EQ(fused.eval, apart.eval);
 }
 
-// A ResNet basic block (its ReLUs folded, the one after the add not), in blocked layouts on a CPU
-// that has them.
+// A ResNet basic block (its ReLUs folded: two into batch norms, the last into the add), in blocked
+// layouts on a CPU that has them.
 TEST(ActivationFusion, AResidualNetComputesTheSameFusedOrNot) {
   expect_same_with_fusion(
       {L("conv2d", "conv1", 16, 3, 1), L("batchnorm", "bn1"), L("relu", "relu1"),
@@ -219,6 +264,17 @@ TEST(ActivationFusion, AResidualNetComputesTheSameFusedOrNot) {
        reads(L("add", "sum"), {"bn3", "relu1"}), L("relu", "relu3"), L("global_avgpool", "gap"),
        L("linear", "fc", 4)},
       Shape{3, 8, 8});
+}
+
+// Adds of three inputs (in place over the second) and of one input twice (out of place), each
+// with the activation after it folded; a folded ReLU6 whose mask clips at both ends.
+TEST(ActivationFusion, ManyInputAddsComputeTheSameFusedOrNot) {
+  expect_same_with_fusion(
+      {L("conv2d", "c1", 8, 3, 1), L("batchnorm", "b1"), L("conv2d", "c2", 8, 3, 1),
+       L("batchnorm", "b2"), reads(L("add", "s1"), {"b1", "b2", "c2"}), L("relu6", "a1"),
+       reads(L("add", "s2"), {"a1", "a1"}), L("relu", "a2"), L("global_avgpool", "gap"),
+       L("linear", "fc", 4)},
+      Shape{3, 6, 6});
 }
 
 // MobileNetV2's pattern: ReLU6 after batch norms, a depthwise convolution; features after a
