@@ -267,7 +267,7 @@ TEST(ActivationFusion, AResidualNetComputesTheSameFusedOrNot) {
 }
 
 // Adds of three inputs (in place over the second) and of one input twice (out of place), each
-// with the activation after it folded; a folded ReLU6 whose mask clips at both ends.
+// with the activation after it folded (a ReLU6 and a ReLU).
 TEST(ActivationFusion, ManyInputAddsComputeTheSameFusedOrNot) {
   expect_same_with_fusion(
       {L("conv2d", "c1", 8, 3, 1), L("batchnorm", "b1"), L("conv2d", "c2", 8, 3, 1),
@@ -275,6 +275,17 @@ TEST(ActivationFusion, ManyInputAddsComputeTheSameFusedOrNot) {
        reads(L("add", "s2"), {"a1", "a1"}), L("relu", "a2"), L("global_avgpool", "gap"),
        L("linear", "fc", 4)},
       Shape{3, 6, 6});
+}
+
+// A two-input add in place over its second input (the first is read three times), and one out of
+// place whose inputs' gradients are sums over several readers, each with the ReLU after it folded.
+TEST(ActivationFusion, AddsInPlaceOverTheSecondInputOrOutOfPlaceComputeTheSameFusedOrNot) {
+  expect_same_with_fusion(
+      {L("conv2d", "c1", 4, 3, 1), L("batchnorm", "b1"), L("relu", "r1"),
+       L("conv2d", "c2", 4, 3, 1), L("batchnorm", "b2"), reads(L("add", "s1"), {"r1", "b2"}),
+       L("relu", "r2"), reads(L("add", "s2"), {"r2", "r1"}), L("relu", "r3"),
+       reads(L("add", "s3"), {"r3", "r2"}), L("global_avgpool", "gap"), L("linear", "fc", 4)},
+      Shape{3, 5, 5});
 }
 
 // MobileNetV2's pattern: ReLU6 after batch norms, a depthwise convolution; features after a

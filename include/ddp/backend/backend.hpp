@@ -201,7 +201,7 @@ class Backend {
   virtual void copy(std::int64_t count, const float* x, float* y) = 0;
   virtual void add(std::int64_t count, const float* x, float* y) = 0;  // y += x
   // Whether add_activation does its work in one pass for `kind`: a residual add then applies the
-  // ReLU after it itself (nn/activation_fusion.hpp).
+  // ReLU after it itself (nn/activation_fusion.hpp). relu and relu6 only (no slope is passed).
   virtual bool add_fuses(Activation /*kind*/) const { return false; }
   // y = act(y + x), bitwise add followed by activation_forward (which is what it does here).
   virtual void add_activation(Activation kind, std::int64_t count, const float* x, float* y) {

@@ -36,6 +36,8 @@ class ActivationLayer final : public UnaryLayer, public FusableActivation {
   // The relu family's backward reads only the output: they may run in place. gelu and silu read
   // their input instead, so the output is theirs to lose.
   bool can_run_in_place() const override { return backend::backward_uses_output(kind_); }
+  // Still true when fused: the layer below reads this output (its own) in backward, and this is
+  // what keeps later layers from running in place over it.
   bool backward_reads_output() const override { return backend::backward_uses_output(kind_); }
   LayoutUse layout_use() const override { return LayoutUse::elementwise; }
   void forward(const Tensor& x, const Tensor& y, const StepContext&) override {
