@@ -16,6 +16,7 @@
 #include "ddp/error.hpp"
 #include "ddp/runtime/launch_check.hpp"
 #include "ddp/runtime/rank_info.hpp"
+#include "ddp/runtime/singleton.hpp"
 
 namespace ddp::runtime {
 namespace {
@@ -70,10 +71,7 @@ void refuse_srun_without_pmix() {
   for (const auto& p : check_launch(0, 1, read_launch_env()))
     if (p.severity == LaunchProblem::Severity::error) errors += p.message;
   if (errors.empty()) {
-    // A process started without a launcher becomes an MPI singleton, for which Open MPI forks
-    // an orted that probes the hardware (about 0.4 s per start, most of `ddp_train --version`).
-    // We never spawn processes, so the singleton needs none; a user's own setting wins.
-    setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+    prepare_singleton_environment();
     return;
   }
   std::fprintf(stderr, "ddp_train: error (rank 0 of 1): %s\n", errors.c_str());

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <cstdlib>
+#include "ddp/runtime/singleton.hpp"
 
 namespace ddp::testing {
 
@@ -15,9 +15,9 @@ inline void ensure_mpi() {
   int initialised = 0;
   MPI_Initialized(&initialised);
   if (initialised) return;
-  // Outside mpirun the test process is a singleton: no orted for it (as ddp_train's Runtime).
-  if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK"))
-    setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+  // Outside mpirun the test process is a singleton, set up as ddp_train's Runtime sets up its
+  // own: ctest -j runs many at once.
+  runtime::prepare_singleton_environment();
   int provided = 0;
   ASSERT_EQ(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), MPI_SUCCESS);
   g_mpi_initialised_here = true;
