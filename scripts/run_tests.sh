@@ -8,6 +8,17 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 jobs=$(nproc)
+# Each phase with the time it starts: where CI's minutes go.
+phase() { echo "== $(date +%T) $*"; }
+# The unit tests that skipped, with the reason, from a CTest log: CTest shows the output of a shard
+# (many tests in one process) only when it fails.
+skipped_unit_tests() {
+  awk '/^\[ RUN      \]/ { why = "" }
+       /: Skipped$/ { taking = 1; next }
+       taking && /^\[/ { taking = 0 }
+       taking { why = why (why == "" ? "" : " ") $0 }
+       /^\[  SKIPPED \] .* \([0-9]+ ms\)$/ { print "  " $4 ": " why }' "$1" | sort -u
+}
 
 # Where the CUDA toolkit is installed (as on our CI machines, which have no GPU), the CUDA backend
 # must build: DDP_CUDA=ON turns a toolkit that cannot be used into a configuration error. Its GPU
@@ -20,6 +31,7 @@ if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc > /dev/null; then
   if ! nvidia-smi -L > /dev/null 2>&1; then export CUDAARCHS=${CUDAARCHS:-75;90}; fi
 fi
 # The packages first: the sanitizer build below needs them too.
+phase "packages"
 DDP_SETUP_NO_BUILD=1 "$here/scripts/setup.sh"
 
 # The sanitizer build is built, and its unit tests run, meanwhile, from now on, on the CPU that the
@@ -33,26 +45,31 @@ if [ "${DDP_SKIP_SANITIZE:-0}" != 1 ]; then
     cmake -S "$1" -B "$1/build-asan" -DCMAKE_BUILD_TYPE=Debug -DDDP_SANITIZE=ON \
       -DDDP_BUILD_BENCH=OFF -DDDP_CUDA=OFF $3 &&
       cmake --build "$1/build-asan" -j "$2" --target ddp_unit_tests ddp_train &&
-      echo "== built" &&
+      echo "== built at $(date +%T)" &&
       cd "$1/build-asan" && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-        ctest --output-on-failure -L unit -j "$2" > unit.log 2>&1' \
+        ctest --output-on-failure -L shards -j "$2" > unit.log 2>&1' \
     asan "$here" "$jobs" "${DDP_ASAN_CMAKE_ARGS:-}" > "$here/build-asan/build.log" 2>&1 &
   asan_build=$!
   trap '[ -z "$asan_build" ] || kill -- -"$asan_build" 2> /dev/null || true' EXIT
 fi
 
+phase "build"
 "$here/scripts/setup.sh" "$here/build"
 
-# Unit tests are single processes (the multi-rank ones start their own mpirun): both CPUs at once.
+# Unit tests: in shards (label "shards", tests/CMakeLists.txt), single processes (the multi-rank
+# tests start their own mpirun), both CPUs at once.
 # Integration tests: a few ranks each, or waiting (start-up, Python oracles, downloads), so
 # DDP_INTEGRATION_JOBS (default: as many as CPUs) run at a time; the sanitizer build takes the CPU
 # they leave idle. Those that time signals, stalls, rank speeds or Slurm's time limits are
 # RUN_SERIAL in tests/CMakeLists.txt: they run alone.
-(cd "$here/build" && ctest --output-on-failure -L unit -j "$jobs" --timeout 1500 &&
-  ctest --output-on-failure -LE unit -j "${DDP_INTEGRATION_JOBS:-$jobs}" --timeout 1500)
+phase "unit tests"
+(cd "$here/build" && ctest --output-on-failure -L shards -j "$jobs" --timeout 1500 &&
+  echo "unit tests that skipped:" && skipped_unit_tests Testing/Temporary/LastTest.log &&
+  phase "integration tests" &&
+  ctest --output-on-failure -LE "unit|shards" -j "${DDP_INTEGRATION_JOBS:-$jobs}" --timeout 1500)
 
 if [ -n "$asan_build" ]; then
-  echo "== unit tests, and the integration tests that send signals, under ASan + UBSan =="
+  phase "unit tests, and the integration tests that send signals, under ASan + UBSan"
   rc=0 && wait "$asan_build" || rc=$?
   asan_build=""
   if ! grep -q "^== built" "$here/build-asan/build.log"; then
@@ -60,6 +77,7 @@ if [ -n "$asan_build" ]; then
     echo "the ASan build failed" >&2
     exit 1
   fi
+  grep "^== built" "$here/build-asan/build.log"
   # Its unit tests ran right after it, at idle priority too, while the tests above ran.
   cat "$here/build-asan/unit.log"
   [ "$rc" = 0 ] || { echo "unit tests failed under ASan + UBSan" >&2; exit 1; }
@@ -68,6 +86,7 @@ if [ -n "$asan_build" ]; then
   # The stop path (signal handler, loader threads, mid-epoch snapshot, teardown) with ddp_train
   # itself instrumented; one at a time, as they time their signals. Reports go to files, checked
   # after: a test that expects a non-zero exit (a second signal) would not notice one.
+  phase "signal tests under ASan + UBSan"
   reports="$here/build-asan/sanitizer-reports"
   rm -rf "$reports" && mkdir -p "$reports"
   (cd "$here/build-asan" && ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$reports/asan" \
@@ -79,3 +98,4 @@ if [ -n "$asan_build" ]; then
     exit 1
   fi
 fi
+phase "all tests passed"
