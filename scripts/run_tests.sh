@@ -19,6 +19,16 @@ skipped_unit_tests() {
        taking { why = why (why == "" ? "" : " ") $0 }
        /^\[  SKIPPED \] .* \([0-9]+ ms\)$/ { print "  " $4 ": " why }' "$1" | sort -u
 }
+# Every unit test ran in the shards of a CTest log (a test that ended its process with status 0
+# would end its shard early without a failure): their counts add up to the binary's list.
+all_unit_tests_ran() {  # LOG BINARY
+  local ran listed
+  ran=$(awk '/^\[==========\] [0-9]+ tests? from .* ran\./ { n += $2 } END { print n + 0 }' "$1")
+  listed=$("$2" --gtest_list_tests | grep -c '^  ')
+  [ "$ran" = "$listed" ] && return 0
+  echo "the unit-test shards ran $ran tests; $2 has $listed" >&2
+  return 1
+}
 
 # Where the CUDA toolkit is installed (as on our CI machines, which have no GPU), the CUDA backend
 # must build: DDP_CUDA=ON turns a toolkit that cannot be used into a configuration error. Its GPU
@@ -64,9 +74,10 @@ phase "build"
 # RUN_SERIAL in tests/CMakeLists.txt: they run alone.
 phase "unit tests"
 (cd "$here/build" && ctest --output-on-failure -L shards -j "$jobs" --timeout 1500 &&
+  all_unit_tests_ran Testing/Temporary/LastTest.log tests/ddp_unit_tests &&
   echo "unit tests that skipped:" && skipped_unit_tests Testing/Temporary/LastTest.log &&
   phase "integration tests" &&
-  ctest --output-on-failure -LE "unit|shards" -j "${DDP_INTEGRATION_JOBS:-$jobs}" --timeout 1500)
+  ctest --output-on-failure -LE "^(unit|shards)$" -j "${DDP_INTEGRATION_JOBS:-$jobs}" --timeout 1500)
 
 if [ -n "$asan_build" ]; then
   phase "unit tests, and the integration tests that send signals, under ASan + UBSan"
@@ -81,6 +92,8 @@ if [ -n "$asan_build" ]; then
   # Its unit tests ran right after it, at idle priority too, while the tests above ran.
   cat "$here/build-asan/unit.log"
   [ "$rc" = 0 ] || { echo "unit tests failed under ASan + UBSan" >&2; exit 1; }
+  (cd "$here/build-asan" && ASAN_OPTIONS=detect_leaks=0 all_unit_tests_ran \
+    Testing/Temporary/LastTest.log tests/ddp_unit_tests) || exit 1
   # oneDNN's JIT and OpenMP runtime keep allocations for the process lifetime by design.
   export ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1
   # The stop path (signal handler, loader threads, mid-epoch snapshot, teardown) with ddp_train

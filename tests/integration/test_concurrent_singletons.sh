@@ -13,7 +13,8 @@ for v in $(compgen -e); do
 done
 tmp="$WORK/tmp"
 mkdir "$tmp"
-blocker="$tmp/ompi.$(hostname).$(id -u)"
+host=$(hostname)
+blocker="$tmp/ompi.${host%%.*}.$(id -u)"  # Open MPI names the node by its short name
 touch "$blocker"
 
 set +e
@@ -39,12 +40,20 @@ done
 left=$(find "$tmp" -mindepth 1 ! -path "$blocker")
 [ -z "$left" ] || fail "session directories left behind: $left"
 
-# A user's own session directory wins: Open MPI creates the path given, not one of ours.
+# A session base of the user's (a site module may set one for everyone) is used, with a directory
+# per process in it all the same.
+mkdir "$WORK/base" && touch "$WORK/base/ompi.${host%%.*}.$(id -u)"
 set +e
 "${clean_env[@]}" TMPDIR="$tmp" OMPI_MCA_orte_tmpdir_base="$WORK/base" timeout 60 "$BIN" --version \
   > "$WORK/out" 2> "$WORK/err"
 rc=$?
 set -e
 [ "$rc" -eq 0 ] || { cat "$WORK/out" "$WORK/err"; fail "a singleton with the user's tmpdir_base failed (exit $rc)"; }
-[ -d "$WORK/base" ] || fail "the user's OMPI_MCA_orte_tmpdir_base was not used"
+# A user's own session directory wins: it is the one used, and here it is blocked.
+set +e
+"${clean_env[@]}" TMPDIR="$tmp" OMPI_MCA_orte_top_session_dir="$blocker" timeout 60 "$BIN" --version \
+  > "$WORK/out" 2> "$WORK/err"
+rc=$?
+set -e
+[ "$rc" -ne 0 ] || fail "the user's OMPI_MCA_orte_top_session_dir (blocked) was not the one used"
 pass "concurrent singletons each have their own session directory and remove it"

@@ -180,7 +180,8 @@ echo "  NaN loss: stopped at its step, no snapshot, run.json failed"
 foreign_files() {  # never mix runs: a second job, another run's snapshot, a rollback, an origin
 local G="$WORK/g" big=(--data.train_limit 16000 --train.epochs 3)
 # A second job into a directory a live job holds is refused, naming the holder.
-"$BIN" "${tiny[@]}" --run-dir "$G" "${big[@]}" > "$G.first.log" 2>&1 & local first=$!
+# (TMPDIR: the kill -9 below leaves its MPI session directory behind, in $WORK then.)
+TMPDIR="$WORK" "$BIN" "${tiny[@]}" --run-dir "$G" "${big[@]}" > "$G.first.log" 2>&1 & local first=$!
 wait_for "$G.first.log" "^run: " 60 || { cat "$G.first.log"; fail "the first job never started"; }
 if run "$G" "${big[@]}" --resume auto; then fail "a second job ran in a run.dir in use"; fi
 grep -q "is in use by another ddp_train job (pid $first on" "$G.log" || { cat "$G.log"; fail "the lock holder is not named"; }

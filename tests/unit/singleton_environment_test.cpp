@@ -92,11 +92,33 @@ TEST_F(SingletonEnvironment, TheUsersOwnSettingsWin) {
   ddp::runtime::prepare_singleton_environment();
   EXPECT_EQ(get("OMPI_MCA_orte_top_session_dir"), "/mine");
 
+  unsetenv("OMPI_MCA_ess_singleton_isolated");
   unsetenv("OMPI_MCA_orte_top_session_dir");
-  setenv("OMPI_MCA_orte_tmpdir_base", "/base", 1);
+  setenv("OMPI_MCA_ess_singleton_isolated", "no", 1);  // Open MPI's words for false too
   ddp::runtime::prepare_singleton_environment();
   EXPECT_FALSE(get("OMPI_MCA_orte_top_session_dir"));
-  EXPECT_EQ(get("OMPI_MCA_ess_singleton_isolated"), "1");
+}
+
+TEST_F(SingletonEnvironment, ASessionBaseOfTheUsersStillGetsADirectoryPerProcess) {
+  // A site module may set the base for everyone: the race would be back under it.
+  setenv("OMPI_MCA_orte_tmpdir_base", "/base", 1);
+  setenv("TMPDIR", "/scratch/me", 1);
+  setenv("OMPI_MCA_ess_singleton_isolated", "true", 1);
+  ddp::runtime::prepare_singleton_environment();
+  EXPECT_THAT(get("OMPI_MCA_orte_top_session_dir").value_or(""), StartsWith("/base/ompi."));
+  EXPECT_THAT(get("OMPI_MCA_orte_top_session_dir").value_or(""),
+              EndsWith(".pid." + std::to_string(getpid())));
+  EXPECT_EQ(get("OMPI_MCA_orte_tmpdir_base"), "/base");
+}
+
+TEST_F(SingletonEnvironment, TheNodeNameIsTheHostsShortName) {
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  std::string node = host;
+  node = node.substr(0, node.find('.'));
+  ddp::runtime::prepare_singleton_environment();
+  EXPECT_THAT(get("OMPI_MCA_orte_top_session_dir").value_or(""),
+              StartsWith("/tmp/ompi." + node + "." + std::to_string(getuid()) + ".pid."));
 }
 
 }  // namespace

@@ -8,7 +8,9 @@ namespace ddp::runtime {
 // probe the hardware, about 0.4 s a start) whose session directory is its own. Open MPI names
 // every isolated singleton's session directory alike (<tmp>/ompi.<host>.<uid>/jf.0/1/0) and
 // removes it at exit, so two at once on a host race: one's clean-up deletes the path the other is
-// creating, and its MPI_Init aborts. A user's own settings win. Under a launcher: nothing.
+// creating, and its MPI_Init aborts. Ours is in the same place (orte_tmpdir_base, else TMPDIR...)
+// with the pid in its name. A user's own orte_top_session_dir or isolated = 0 wins. Under a
+// launcher: nothing.
 void prepare_singleton_environment();
 
 }  // namespace ddp::runtime
