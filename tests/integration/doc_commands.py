@@ -2,7 +2,8 @@
 
 usage: doc_commands.py SOURCE_DIR > PLAN
 
-Reads every fenced block of README.md and docs/*.md. A block must name its language; the command
+Reads every fenced block of README.md, ARCHITECTURE.md and docs/*.md (and checks that their
+relative links name files of the tree and headings that exist). A block must name its language; the command
 lines of `sh`/`bash`/`shell` blocks, and the `$ ` lines of `console` blocks, are the commands. A
 marker before a block (only blank lines or other markers between them)
 
@@ -188,7 +189,43 @@ def units_of(path):
     return units
 
 
-files = [os.path.join(SRC, "README.md")] + sorted(glob.glob(os.path.join(SRC, "docs", "*.md")))
+files = [os.path.join(SRC, "README.md"), os.path.join(SRC, "ARCHITECTURE.md")] + sorted(
+    glob.glob(os.path.join(SRC, "docs", "*.md")))
+
+
+def anchors(path):
+    """GitHub's anchors of a Markdown file's headings (outside fenced blocks)."""
+    out, fence = set(), None
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = FENCE.match(line)
+            if m:
+                fence = None if fence else m.group(2)[0]
+                continue
+            if not fence and line.startswith("#"):
+                title = line.lstrip("#").strip().lower()
+                out.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return out
+
+
+def check_links(path):
+    """Every relative link of a page names a file of the tree, and a heading of it after '#'."""
+    rel = os.path.relpath(path, SRC)
+    with open(path, encoding="utf-8") as f:
+        text = re.sub(r"(?ms)^\s*(```|~~~).*?^\s*\1\s*$", "", f.read())
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"^[a-z]+:", target):
+            continue
+        file, _, anchor = target.partition("#")
+        dest = os.path.normpath(os.path.join(os.path.dirname(path), file)) if file else path
+        if not os.path.exists(dest):
+            errors.append(f"{rel}: the link ({target}) names no file of the tree")
+        elif anchor and dest.endswith(".md") and anchor not in anchors(dest):
+            errors.append(f"{rel}: the link ({target}) names no heading of {os.path.relpath(dest, SRC)}")
+
+
+for f in files:
+    check_links(f)
 # A command shown on several pages runs once (the first place is named, with the others).
 units, seen = [], {}
 for f in files:

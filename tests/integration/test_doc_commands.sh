@@ -26,7 +26,7 @@ command -v h5ls > /dev/null || skip "no h5ls/h5dump (apt-get install hdf5-tools)
 # --- the stand-ins on PATH: the binary under test and mpirun, with the documented substitutions ---
 TOOLS=$WORK/tools
 mkdir -p "$TOOLS"
-export DDP_DOC_OVERRIDES=${DDP_DOC_OVERRIDES:---data.train_limit 128 --data.test_limit 128}
+export DDP_DOC_OVERRIDES=${DDP_DOC_OVERRIDES:---data.train_limit 128 --data.test_limit 128 --train.batch_size 16}
 cat > "$TOOLS/ddp_train" << EOF
 #!/usr/bin/env bash
 # test_doc_commands.sh: the ddp_train under test. Training gets \$DDP_DOC_OVERRIDES (and one epoch
