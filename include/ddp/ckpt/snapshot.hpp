@@ -65,6 +65,7 @@ struct SnapshotMeta {
   // batch (train.rank_shares), one per rank of world_size; empty in files written before.
   std::vector<std::int64_t> rank_shares;
   std::int64_t format_version = kFormatVersion;  // as read; writing always writes kFormatVersion
+  std::string init_from;  // the weights file the run started from (train.init), "" for none
 };
 
 // Everything a snapshot holds besides its tensors. Each member is one row of the field table
