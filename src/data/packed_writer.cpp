@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "ddp/error.hpp"
 #include "ddp/h5/io.hpp"
 #include "ddp/io/durable_file.hpp"
 #include "file_io.hpp"
+#include "pack_temporaries.hpp"
 #include "packed_h5.hpp"
 
 namespace ddp::data {
@@ -19,10 +21,11 @@ struct PackedWriter::State {
   fs::path output, tmp;
   Header h;
   h5::File file;
-  h5::Dataset pixels;                // images (raw) or encoded
-  std::vector<std::uint8_t> buffer;  // the chunk being filled
-  std::int64_t buffered = 0;         // samples in buffer (raw)
-  std::uint64_t written = 0;         // rows (raw: samples, encoded: bytes) already in the file
+  std::optional<data::detail::TemporaryLock> lock;  // tells other packs the temporary is in use
+  h5::Dataset pixels;                               // images (raw) or encoded
+  std::vector<std::uint8_t> buffer;                 // the chunk being filled
+  std::int64_t buffered = 0;                        // samples in buffer (raw)
+  std::uint64_t written = 0;  // rows (raw: samples, encoded: bytes) already in the file
   std::uint64_t payload = 0;
   std::vector<std::int32_t> labels;
   std::vector<std::uint64_t> offsets{0};
@@ -95,6 +98,7 @@ PackedWriter::PackedWriter(fs::path output, Header h) : s_(std::make_unique<Stat
   s.file = h5::File(H5Fcreate(s.tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
   if (!s.file.valid())
     s.fail("cannot create " + data::detail::quoted(s.tmp) + " (" + h5::last_error() + ")");
+  s.lock.emplace(s.tmp);
   const std::vector<hsize_t> dims =
       raw ? std::vector<hsize_t>{0, hsize_t(s.h.channels), hsize_t(s.h.height), hsize_t(s.h.width)}
           : std::vector<hsize_t>{0};
@@ -152,6 +156,11 @@ void PackedWriter::add(std::span<const std::uint8_t> data, std::int32_t label, s
 }
 
 void PackedWriter::commit() {
+  finish();
+  publish();
+}
+
+void PackedWriter::finish() {
   State& s = *s_;
   const h5::QuietErrors quiet;
   if (s.labels.empty()) s.fail("no samples to pack");
@@ -203,12 +212,21 @@ void PackedWriter::commit() {
       h5::set_attr_i64(s.file, "/", "chunk_bytes", s.h.chunk_bytes);
       h5::set_attr_u64(s.file, "/", "offsets_crc32", crc32_of(bytes_of(s.offsets)));
     }
+    if (!s.h.split.empty()) {
+      h5::set_attr_string(s.file, "/", "split", s.h.split);
+      h5::set_attr_f64(s.file, "/", "split_fraction", s.h.split_fraction);
+      h5::set_attr_u64(s.file, "/", "split_seed", s.h.split_seed);
+    }
   } catch (const h5::Failure& e) {
     s.fail(e.what());
   }
   s.pixels.close();
   if (s.file.close() < 0) s.fail("closing the file failed (" + h5::last_error() + ")");
   if (const int err = io::fsync_path(s.tmp)) s.fail("fsync: " + io::errno_text(err));
+}
+
+void PackedWriter::publish() {
+  State& s = *s_;
   std::error_code ec;
   fs::rename(s.tmp, s.output, ec);
   if (ec) s.fail("renaming " + data::detail::quoted(s.tmp) + " into place: " + ec.message());
