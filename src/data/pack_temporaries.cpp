@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -55,6 +56,20 @@ TemporaryLock::TemporaryLock(const fs::path& file) {
   (void)::fcntl(fd_, F_SETLK, &fl);  // no locks here: the pid alone tells staleness
 }
 
+int TemporaryLock::reserve(std::uint64_t offset, std::uint64_t bytes) const {
+  if (fd_ < 0) return EBADF;
+  return ::fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                     static_cast<off_t>(bytes)) == 0
+             ? 0
+             : errno;
+}
+
+void TemporaryLock::release_unused() const {
+  struct stat st {};
+  // Truncating to its own size frees the blocks allocated past the end.
+  if (fd_ >= 0 && ::fstat(fd_, &st) == 0) (void)::ftruncate(fd_, st.st_size);
+}
+
 TemporaryLock::~TemporaryLock() {
   if (fd_ >= 0) ::close(fd_);
 }
@@ -62,7 +77,9 @@ TemporaryLock::~TemporaryLock() {
 std::vector<std::string> remove_stale_temporaries(const fs::path& output) {
   std::vector<std::string> removed;
   const fs::path dir = output.has_parent_path() ? output.parent_path() : ".";
-  const std::string prefix = "." + output.filename().string() + ".tmp.";
+  std::string prefix = ".";  // appended piecewise: GCC 12's -Wrestrict false positive
+  prefix += output.filename().string();
+  prefix += ".tmp.";
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();

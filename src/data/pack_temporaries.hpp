@@ -3,6 +3,7 @@
 // beside the output (io::temp_path_for), locked (a POSIX record lock) while its writer lives. A
 // pack that was killed (SIGKILL, a node failure) cannot remove its own; the next pack to the same
 // output removes those whose writer is gone, so an interrupted pack does not leak its size.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -18,6 +19,13 @@ class TemporaryLock {
   ~TemporaryLock();
   TemporaryLock(const TemporaryLock&) = delete;
   TemporaryLock& operator=(const TemporaryLock&) = delete;
+
+  // Allocates the file's blocks [offset, offset + bytes) (its size unchanged), so that writes there
+  // cannot fail for want of space. Returns 0, or the errno (ENOSPC; EOPNOTSUPP where the file
+  // system cannot, and then nothing is reserved).
+  int reserve(std::uint64_t offset, std::uint64_t bytes) const;
+  // Frees what reserve() allocated past the end of the file (once it is complete).
+  void release_unused() const;
 
  private:
   int fd_ = -1;
