@@ -44,7 +44,7 @@ done
 packages=(cmake pkgconf libopenmpi-dev openmpi-bin libhdf5-dev hdf5-helpers libcli11-dev
   libtomlplusplus-dev nlohmann-json3-dev libdnnl-dev libgtest-dev zlib1g-dev libturbojpeg0-dev
   libpng-dev ocl-icd-opencl-dev opencl-c-headers libprotobuf-dev protobuf-compiler libisal-dev
-  libonnx-dev libleptonica-dev)
+  libonnx-dev)
 # Present wherever nvcc runs (its host compiler, glibc and the base system), or never loaded by the
 # build and its tests (ssh for remote launches, hwloc's X11 plugins, helper scripts).
 base='^(gcc|g\+\+|cpp|gfortran|binutils|libbinutils|libctf|libgprofng|libc6|libc-dev-bin|libstdc\+\+|libgcc|linux-libc-dev|lib(a|t|l|ub|hwa)san[0-9]|libgomp|libquadmath|libitm|libatomic|libcc1|libisl|libmpfr|libmpc|libgmp|libcrypt|perl|libperl|m4$|autoconf|automake|autotools-dev|libgfortran|libjs-|libsepol|libselinux|libsemanage|libpam|libsystemd|libudev|libtinfo|libncurses|libzstd1|liblzma5|libbz2|zlib1g$|libdb5|libgdbm|libaudit|libcap|libacl|libattr|libpcre2-8|libmd0|libbsd0|debconf|dpkg|tar$|base-|libgpg-error|libgcrypt|liblz4|libxxhash|libseccomp|libext2fs|libcom-err|libss2|libuuid|libblkid|libmount|libsmartcols|util-linux|mount$|login$|passwd$|adduser|coreutils|bash$|sed$|grep$|gzip$|findutils|diffutils|hostname|init-system|ncurses|sensible-utils|libnsl|libtirpc|rpcsvc|libreadline|readline)'

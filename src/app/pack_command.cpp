@@ -162,17 +162,19 @@ int pack_and_report(PackCommand& cmd, std::ostream& out) {
 
 }  // namespace
 
+int report_pack_error(const std::string& message) {
+  std::cout.flush();
+  std::fprintf(stderr, "ddp_train pack: error: %s\n", message.c_str());
+  std::fflush(stderr);
+  return 1;
+}
+
 int run_pack(PackCommand& cmd, int world_size, std::ostream& out) {
   if (world_size > 1)
     throw ConfigError(
         "ddp_train pack runs as one process; start it without mpirun/srun (it uses "
         "--threads threads)");
-  const auto report = [](const std::string& message) {
-    std::cout.flush();
-    std::fprintf(stderr, "ddp_train pack: error: %s\n", message.c_str());
-    std::fflush(stderr);
-    return 1;
-  };
+  const auto report = [](const std::string& message) { return report_pack_error(message); };
   try {
     return pack_and_report(cmd, out);
   } catch (const Error& e) {

@@ -1,6 +1,8 @@
 #include "ddp/data/image_decode.hpp"
 
+#if DDP_HAVE_LEPTONICA
 #include <leptonica/allheaders.h>
+#endif
 #include <png.h>
 #include <turbojpeg.h>
 
@@ -9,6 +11,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include "ddp/cpu_clones.hpp"
 #include "ddp/error.hpp"
@@ -134,6 +137,21 @@ Image decode_png(std::span<const std::uint8_t> bytes, const std::string& name, i
   return to_planar(hwc, c, img.height, img.width, stride);
 }
 
+#if !DDP_HAVE_LEPTONICA
+// The formats besides JPEG and PNG by their first bytes, for a message where this build cannot
+// decode them; nullptr for none of them.
+const char* other_format_name(std::span<const std::uint8_t> b) {
+  const auto starts = [&](std::string_view magic) {
+    return b.size() >= magic.size() && std::memcmp(b.data(), magic.data(), magic.size()) == 0;
+  };
+  if (starts("BM")) return "BMP";
+  if (b.size() >= 2 && b[0] == 'P' && b[1] >= '1' && b[1] <= '6') return "PNM (PPM/PGM)";
+  if (starts(std::string_view("II*\0", 4)) || starts(std::string_view("MM\0*", 4))) return "TIFF";
+  if (starts("RIFF") && b.size() >= 12 && std::memcmp(b.data() + 8, "WEBP", 4) == 0) return "WebP";
+  if (starts("GIF8")) return "GIF";
+  return nullptr;
+}
+#else
 // The other formats of torchvision's IMG_EXTENSIONS (BMP, PPM/PGM, TIFF, WebP), and GIF (which PIL
 // opens whatever the file's name), through Leptonica, which reads them with libtiff, libwebp and
 // giflib or its own BMP/PNM readers. The pixels are those of PIL's convert("RGB") / "L".
@@ -219,6 +237,7 @@ Image decode_leptonica(std::span<const std::uint8_t> bytes, const std::string& n
   }
   return img;
 }
+#endif  // DDP_HAVE_LEPTONICA
 
 }  // namespace
 
@@ -241,8 +260,10 @@ std::pair<std::int64_t, std::int64_t> image_size(std::span<const std::uint8_t> b
     check_size(p.image.width, p.image.height, name);
     return {p.image.height, p.image.width};
   }
+#if DDP_HAVE_LEPTONICA
   if (const int f = leptonica_format(bytes); f != IFF_UNKNOWN)
     return leptonica_size(bytes, name, f);
+#endif
   return {0, 0};  // decode_image() names the problem
 }
 
@@ -276,8 +297,15 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name,
     img = decode_jpeg(bytes, name, channels);
   } else if (is_png(bytes)) {
     img = decode_png(bytes, name, channels);
+#if DDP_HAVE_LEPTONICA
   } else if (const int f = leptonica_format(bytes); f != IFF_UNKNOWN) {
     img = decode_leptonica(bytes, name, channels, f);
+#else
+  } else if (const char* kind = other_format_name(bytes)) {
+    throw DataError(name + ": a " + kind +
+                    " image, which this ddp_train cannot decode: it was built without Leptonica "
+                    "(apt-get install libleptonica-dev, then build again)");
+#endif
   } else {
     throw DataError(name + ": not an image we can read (" +
                     (bytes.empty() ? std::string("the file is empty")

@@ -184,7 +184,11 @@ PackSource list_image_folder(const fs::path& root, const std::function<bool()>& 
                       "' holds no image (" + extension_list() +
                       ", any case); add images or remove the folder");
   }
-  for (const std::string& loop : loops) src.notes.push_back(loop);
+  constexpr std::size_t kLoopsShown = 20;  // a lattice of links can hold thousands
+  for (std::size_t i = 0; i < loops.size() && i < kLoopsShown; ++i) src.notes.push_back(loops[i]);
+  if (loops.size() > kLoopsShown)
+    src.notes.push_back("... and " + std::to_string(loops.size() - kLoopsShown) +
+                        " more symbolic-link loops, not followed");
   if (!not_images.empty()) {
     std::int64_t total = 0;
     std::string by_type;

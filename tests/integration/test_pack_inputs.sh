@@ -27,7 +27,7 @@ echo "  CSV with a byte-order mark: header and rows read"
 
 cp "$WORK/bom.h5" "$WORK/huge.h5"
 "$PY" -c "import h5py, sys; h5py.File(sys.argv[1], 'r+').attrs['samples'] = 2**62" "$WORK/huge.h5"
-for mode in "--data.cache_mb 2" ""; do
+for mode in "--data.cache_mb 2 --data.train_limit 2" "--data.cache_mb 2" ""; do
   # shellcheck disable=SC2086
   if "$BIN" --data.dataset packed --data.train_file "$WORK/huge.h5" --data.test_file "$WORK/bom.h5" $mode \
     --model.preset lenet --train.epochs 1 --runtime.threads 2 --run-dir "$WORK/run" > "$WORK/log" 2>&1; then
@@ -47,5 +47,10 @@ grep -qF "idx/train-images-idx3-ubyte': a symbolic link loop" "$WORK/log" \
   || { cat "$WORK/log"; fail "the IDX loop is not called one"; }
 grep -q "^ddp_train pack: error: " "$WORK/log" || { cat "$WORK/log"; fail "pack's error line"; }
 ! grep -q "rank 0 of 1" "$WORK/log" || { cat "$WORK/log"; fail "pack's error names a rank"; }
-echo "  IDX link loop named; no rank in pack's errors"
+if "$BIN" pack --format csv --input "$D/bom.csv" --output "$WORK/c.h5" --channels 2 > "$WORK/log" 2>&1; then
+  fail "pack --channels 2 was accepted"
+fi
+grep -q "^ddp_train pack: error: command line: --channels" "$WORK/log" && ! grep -q "rank 0 of 1" "$WORK/log" \
+  || { cat "$WORK/log"; fail "pack's command-line error names a rank"; }
+echo "  IDX link loop named; no rank in pack's errors (nor in its command-line errors)"
 pass "BOM CSV, samples = 2^62, IDX link loop, pack errors without a rank"

@@ -21,4 +21,8 @@ CLI::App* add_pack_command(CLI::App& app, PackCommand& cmd);
 // A failure is reported here, on stderr without a rank (pack is not a ranked run), and returns 1.
 int run_pack(PackCommand& cmd, int world_size, std::ostream& out);
 
+// Prints "ddp_train pack: error: MESSAGE" on stderr and returns 1 (also for pack's command-line
+// errors, which main reports).
+int report_pack_error(const std::string& message);
+
 }  // namespace ddp::app
