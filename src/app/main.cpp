@@ -238,6 +238,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help and --version print once (rank 0) and every rank exits 0.
     if (e.get_exit_code() == 0) return rt.is_root() ? app.exit(e) : 0;
+    // pack runs as one process, not a ranked run: its errors name no rank.
+    if (*pack && rt.size() == 1)
+      return ddp::app::report_pack_error("command line: " + std::string(e.what()) +
+                                         " (ddp_train pack --help lists the options)");
     // Any other parse error is this rank's failure (MPMD launches give ranks different command
     // lines): say which rank, and take the job down rather than leave the others waiting.
     return fail(rt, "error",
