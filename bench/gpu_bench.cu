@@ -272,6 +272,8 @@ class ModelBench {
     for (std::int64_t i = 0; i < o.batch; ++i)
       labels_.as<std::int32_t>()[i] =
           static_cast<std::int32_t>(lrng.next_below(static_cast<std::uint64_t>(o.classes)));
+    // Dropout (MobileNetV2's classifier) draws its masks from the samples' dataset indices.
+    for (std::int64_t i = 0; i < o.batch; ++i) sample_ids_.push_back(i);
     dlogits_ = be.alloc(ddp::Shape{o.batch, o.classes});
     ddp::optim::Options oc;
     oc.momentum = 0.9;
@@ -409,7 +411,7 @@ class ModelBench {
     const ddp::Tensor x =
         ddp::Tensor::view(dev_x_[slot].floats(), input_.with_batch(o_.batch), ddp::Device::cuda);
     const ddp::Tensor& logits =
-        net_.forward(x, ddp::nn::StepContext{ddp::nn::Mode::train, 0, nullptr});
+        net_.forward(x, ddp::nn::StepContext{ddp::nn::Mode::train, k_, sample_ids_.data()});
     if (m) mark(m->forward_done);
     be_.softmax_xent_accumulate(o_.batch, o_.classes, logits.data(), labels_.as<std::int32_t>(),
                                 0.0f, grad_scale_, dlogits_.data());
@@ -498,6 +500,7 @@ class ModelBench {
   float grad_scale_;
   std::unique_ptr<ddp::sync::GradientSync> sync_;
   PinnedBuffer host_x_[2], labels_;
+  std::vector<std::int64_t> sample_ids_;  // 0..batch-1 (the same each step: uploaded once)
   DeviceBuffer dev_x_[2];
   ddp::Tensor dlogits_;
   std::unique_ptr<ddp::optim::Optimizer> opt_;

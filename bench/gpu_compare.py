@@ -26,6 +26,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -48,18 +49,43 @@ class OverBudget(Exception):
     pass
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGINT (gpu_check's timeout, a user): the children are killed, the table made.
+    They run in sessions of their own, which a signal to this process's group does not reach."""
+
+
 class Child:
     """A process spoken to in lines: commands on its standard input, JSON objects on its standard
     output (other lines are logged). Its own process group, so that a stop takes its helpers
-    (the compiler's workers) with it."""
+    (the compiler's workers) with it. Its standard error goes to a file of its own, copied into
+    the log when it ends; its last lines explain a failure."""
 
     def __init__(self, name, argv, env, log):
         self.name, self.log = name, log
         log.write(f"[{name}] $ {' '.join(argv)}\n")
         log.flush()
+        self.err = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=log, env=env, start_new_session=True)
+                                     stderr=self.err, env=env, start_new_session=True)
         self.buf = b""
+
+    def stderr_lines(self):
+        self.err.seek(0)
+        return self.err.read().decode(errors="replace").splitlines()
+
+    def why(self):
+        """The last lines of its standard error, for a report of its failure."""
+        last = [line.strip() for line in self.stderr_lines() if line.strip()][-3:]
+        return f" (standard error: {' | '.join(last)})" if last else ""
+
+    def collect(self):
+        """Its standard error into the log (once it has ended)."""
+        if self.err.closed:
+            return
+        for line in self.stderr_lines():
+            self.log.write(f"[{self.name} stderr] {line}\n")
+        self.log.flush()
+        self.err.close()
 
     def send(self, line):
         self.log.write(f"[{self.name}] << {line}\n")
@@ -89,7 +115,7 @@ class Child:
                 if obj.get("event") in events:
                     return obj
                 if obj.get("event") == "error":
-                    raise ChildError(f"{self.name}: {obj.get('reason')}")
+                    raise ChildError(f"{self.name}: {obj.get('reason')}{self.why()}")
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError(f"{self.name}: no {'/'.join(sorted(events))} answer within "
@@ -103,7 +129,7 @@ class Child:
                     except subprocess.TimeoutExpired:
                         code = "still running"
                     raise ChildError(f"{self.name} ended (exit code {code}) before answering "
-                                     f"{'/'.join(sorted(events))}; see the log")
+                                     f"{'/'.join(sorted(events))}{self.why()}")
                 self.buf += chunk
 
     def close(self, timeout=30):
@@ -113,10 +139,12 @@ class Child:
         except OSError:
             pass
         try:
-            return self.proc.wait(timeout=timeout)
+            code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill()
             return None
+        self.collect()
+        return code
 
     def kill(self):
         if self.proc.poll() is None:
@@ -132,6 +160,7 @@ class Child:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        self.collect()
 
 
 class Run:
@@ -150,6 +179,14 @@ class Run:
                 self.bench_env[var] = value
         self.no_gpu = None  # gpu_bench's reason when it finds no GPU
         self.too_slow = {}  # compile mode -> why it is not tried again
+        self.seconds = 1.0  # timed seconds per measurement of the current row
+        self.row_seconds = {}  # and of each row in phase 1 (phase 3 uses the same)
+        self.terminated = False
+        self.failed = set()  # rows stopped by a failure (not by the budget)
+
+    def on_signal(self, signum, _frame):
+        self.terminated = True
+        raise Terminated(signal.Signals(signum).name)
 
     # --- time -------------------------------------------------------------------------------
     def left(self):
@@ -166,7 +203,13 @@ class Run:
         return max(self.setup_times) if self.setup_times else SETUP_GUESS_S
 
     def rounds_s(self, sides):
-        return self.args.rounds * sides * (self.args.seconds + PER_RUN_S)
+        return self.args.rounds * sides * (self.seconds + PER_RUN_S)
+
+    def adapt_seconds(self, rows_left):
+        """--seconds auto: timed seconds per measurement that end phase 1 at about half the
+        budget, given how long the rows so far took to start."""
+        per_row = (0.5 * self.args.budget - (time.monotonic() - self.t0)) / max(rows_left, 1)
+        return min(2.0, max(0.25, (per_row - self.setup_s()) / (2 * self.args.rounds) - PER_RUN_S))
 
     # --- records ----------------------------------------------------------------------------
     def record(self, obj):
@@ -186,7 +229,7 @@ class Run:
         a = self.args
         argv = [a.gpu_bench, "--model", model, "--batch", str(batch), "--image", str(image),
                 "--classes", str(classes_of(image)), "--precision", precision, "--no-upload",
-                "--json", "--gate", "--rounds", str(a.rounds), "--seconds", f"{a.seconds:g}",
+                "--json", "--gate", "--rounds", str(a.rounds), "--seconds", f"{self.seconds:.3g}",
                 "--warmup", "10", "--rewarm", "3"]
         if precision == "fp32":
             argv.append("--tf32")
@@ -273,14 +316,14 @@ class Run:
                 sides.append("compiled")
             for r in range(a.rounds):
                 for side in sides:
-                    want = a.seconds * 4 + 120
+                    want = self.seconds * 4 + 120
                     if side == "ours":
                         if r > 0:
                             ours.expect({"ready"}, self.wait_s(60))
                         ours.send("go")
                         res = ours.expect({"run"}, self.wait_s(want))
                     else:
-                        peer.send(f"run {side} {a.seconds:g} {r}")
+                        peer.send(f"run {side} {self.seconds:.3g} {r}")
                         res = peer.expect({"run"}, self.wait_s(want))
                     self.record({"kind": "run", "image": row[1], "batch": row[2], **res,
                                  "side": side, "phase": phase,
@@ -292,16 +335,21 @@ class Run:
             if ours is not None and ours.proc.poll() == 77:
                 self.no_gpu = "gpu_bench found no usable GPU (exit code 77); see the log"
                 return False
+            self.failed.add(row)
             self.note(f"stopped ({phase} phase): {e}", row)
             return False
         except TimeoutError as e:
+            self.failed.add(row)
             self.note(f"stopped ({phase} phase): {e}", row)
             return False
         finally:
             for child in (ours, peer):
-                if child is not None:
-                    if child.close(timeout=20) is None:
-                        self.log.write(f"[{child.name}] killed: it did not exit\n")
+                if child is None:
+                    continue
+                if self.terminated:
+                    child.kill()
+                elif child.close(timeout=20) is None:
+                    self.log.write(f"[{child.name}] killed: it did not exit\n")
 
     def compile_modes(self):
         modes = [self.args.compile_mode]
@@ -322,7 +370,7 @@ class Run:
             p = subprocess.run(argv, env=self.bench_env, capture_output=True, text=True,
                                timeout=self.wait_s(120))
         except subprocess.TimeoutExpired:
-            self.note(f"gpu_bench --profile did not finish in time", row)
+            self.note("gpu_bench --profile did not finish in time", row)
             return
         with open(os.path.join(self.args.out, "profiles.txt"), "a", encoding="utf-8") as f:
             f.write(f"$ {' '.join(argv)}\n{p.stdout}{p.stderr}\n")
@@ -353,14 +401,8 @@ def header(args, rows):
     return {"kind": "header", "date": datetime.datetime.now(datetime.timezone.utc)
             .strftime("%Y-%m-%d %H:%M UTC"), "host": socket.gethostname(),
             "source": source or "unknown", "budget": args.budget, "rounds": args.rounds,
-            "seconds": round(args.seconds, 3), "compile_mode": args.compile_mode,
+            "seconds": args.seconds, "compile_mode": args.compile_mode,
             "compile_fallback": args.compile_fallback, "rows": [list(r) for r in rows], **smi}
-
-
-def auto_seconds(args, n_rows):
-    """Timed seconds per measurement such that phase 1 takes about half the budget."""
-    per_row = 0.5 * args.budget / max(n_rows, 1) - SETUP_GUESS_S
-    return min(2.0, max(0.25, per_row / (2 * args.rounds) - PER_RUN_S))
 
 
 def parse(argv):
@@ -398,9 +440,9 @@ def parse(argv):
         if x not in ("fp32", "bf16"):
             p.error(f"unknown precision {x!r} (fp32, bf16)")
     rows = [(m, known[m][1], known[m][2], x) for x in precisions for m in models]
-    args.seconds = auto_seconds(args, len(rows)) if args.seconds == "auto" else float(
-        args.seconds)
-    if args.rounds < 1 or args.seconds <= 0 or args.budget <= 0:
+    if args.seconds != "auto":
+        args.seconds = float(args.seconds)
+    if args.rounds < 1 or args.budget <= 0 or (args.seconds != "auto" and args.seconds <= 0):
         p.error("--rounds, --seconds and --budget must be positive")
     profiles = []
     if args.profile != "none":
@@ -423,12 +465,17 @@ def main(argv=None):
         return 0
     run = Run(args)
     run.record(header(args, rows))
-    print(f"gpu_compare: {len(rows)} rows, {args.rounds} rounds of about {args.seconds:.2f} s "
-          f"per side, budget {args.budget:.0f} s; output in {args.out}", flush=True)
+    print(f"gpu_compare: {len(rows)} rows, {args.rounds} rounds, {args.seconds} s per run, "
+          f"budget {args.budget:.0f} s; output in {args.out}", flush=True)
     measured = 0
     compile_ok = not args.no_compile
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, run.on_signal)
     try:
-        for row in rows:  # 1. ddp_train and eager, every row
+        for i, row in enumerate(rows):  # 1. ddp_train and eager, every row
+            run.seconds = run.adapt_seconds(len(rows) - i) if args.seconds == "auto" else \
+                args.seconds
+            run.row_seconds[row] = run.seconds
             need = run.setup_s() + run.rounds_s(2)
             if run.left() < need:
                 run.note(f"not measured: time budget ({max(run.left(), 0):.0f} s left, about "
@@ -451,6 +498,12 @@ def main(argv=None):
                          f"side")
                 compile_ok = False
             for row in priority(rows) if compile_ok else []:  # 3. torch.compile, by priority
+                run.seconds = run.row_seconds.get(row, run.seconds)
+                if row in run.failed:
+                    run.record({"kind": "compile", "model": row[0], "precision": row[3],
+                                "mode": args.compile_mode, "status": "skipped",
+                                "reason": "the row failed without it (notes)"})
+                    continue
                 if run.left() < run.setup_s() + run.rounds_s(3) + args.compile_min:
                     run.record({"kind": "compile", "model": row[0], "precision": row[3],
                                 "mode": args.compile_mode, "status": "skipped",
@@ -459,15 +512,21 @@ def main(argv=None):
                 run.row(row, "compile")
     except OverBudget as e:
         run.note(f"stopped: {e}")
+    except Terminated as e:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_DFL)
+        run.note(f"stopped by {e}")
     run.record({"kind": "end", "elapsed_s": time.monotonic() - run.t0})
     run.raw_file.close()
     table = gpu_compare_table.render(gpu_compare_table.load(run.raw_path))
     with open(os.path.join(args.out, "table.md"), "w", encoding="utf-8") as f:
         f.write(table)
     print(table, flush=True)
+    if run.terminated:
+        return 143
     if run.no_gpu and measured == 0:
         return 77
-    return 0 if measured > 0 else 1
+    return 0 if measured > 0 and not run.failed else 1
 
 
 if __name__ == "__main__":

@@ -7,22 +7,21 @@
 # (medians, min-max, ours/peer ratios, the GPU, driver, CUDA, cuDNN and torch versions) and every
 # run's numbers.
 #
-# How to run it on the next GPU session (the device tool's `run`; the bundle made here with
-# scripts/gpu_bundle.sh and carried, as for every gpu_check run):
+# How to run it on the next GPU session: make the bundle here (scripts/gpu_bundle.sh, as for
+# every gpu_check run), then one call of the device tool, about 7-8 minutes on an H100 (unpack and
+# configure ~30 s, build ~70 s, this script's budget of 300 s, up to ~80 s of grace and start-up):
 #
-#   run(carry=["gpu_bundle"], timeout_s=600, command=
-#     "scripts/gpu_check.sh --work build-gpu --only gpu_compare --report $OUT/gpu_check_report.txt;
-#      cp build-gpu/gpu_compare/table.md build-gpu/gpu_compare/raw.jsonl
-#         build-gpu/gpu_compare/log.txt build-gpu/gpu_compare/profiles.txt
-#         build-gpu/logs/gpu_compare.log $OUT/ 2>/dev/null; true")
+#   run(carry=["gpu_bundle"], timeout_s=600, command="scripts/gpu_check.sh --work build-gpu
+#     --only gpu_compare --report $OUT/gpu_check_report.txt --compare-out $OUT; rc=$?;
+#     cp build-gpu/logs/build.log $OUT/ 2>/dev/null; exit $rc")
 #
-#   About 7 minutes on an H100: unpack and configure ~30 s, build ~70 s, this script's budget of
-#   300 s (--compare-budget S of gpu_check.sh changes it) plus up to ~60 s of grace and start-up.
-#   Back in $OUT: gpu_check_report.txt (with the table), table.md, raw.jsonl (every answer, one
-#   JSON object a line), log.txt (both sides' output), profiles.txt (gpu_bench --profile of
-#   resnet20 and resnet50 in bf16), gpu_compare.log (this script's progress lines).
-#   Then paste table.md into BENCHMARKS.md ("GPU side by side"); `bench/gpu_compare.sh --from-raw
-#   raw.jsonl` makes the table again from the raw numbers.
+#   (one line in the call). Everything is written into $OUT as it comes, so a call cut short still
+#   brings back what was measured: gpu_check_report.txt (every step's verdict, the table at its
+#   end), table.md (the table for BENCHMARKS.md), raw.jsonl (every answer of both sides, one JSON
+#   object a line), log.txt (both sides' output and errors), profiles.txt (gpu_bench --profile of
+#   resnet20 and resnet50 in bf16), build.log. --compare-budget S of gpu_check.sh changes the
+#   budget. `bench/gpu_compare.sh --from-raw raw.jsonl` makes the table again from the raw
+#   numbers, anywhere.
 #
 # Directly, on a machine with the build and a Python that has PyTorch:
 #
@@ -44,8 +43,9 @@
 # TORCH_PATH or PATH that imports torch, else /usr/bin/python3). gpu_bench runs with the PATH and
 # LD_LIBRARY_PATH this script was started with; PyTorch with TORCH_PATH and TORCH_LD_LIBRARY_PATH
 # when set (gpu_check.sh passes the node's own, so that its bundle's libraries stay out of
-# PyTorch's way). Exit status: 0 when at least one row was measured, 77 when there is no GPU or no
-# PyTorch, 1 otherwise.
+# PyTorch's way). Exit status: 0 when rows were measured and none failed (rows left out for time
+# are no failure), 77 when there is no GPU or no PyTorch, 1 otherwise; the table is written in
+# every case.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bench_path=$PATH
@@ -57,7 +57,7 @@ from_raw=0
 for a in "$@"; do
   case $a in
     --from-raw | --from-raw=*) from_raw=1 ;;
-    -h | --help) sed -n '2,53p' "$0"; exit 0 ;;
+    -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
   esac
 done
 

@@ -164,19 +164,20 @@ def render(records):
         "compiled (backward by AOTAutograd), optimizer eager; its mode and compile time per row.",
         f"ddp_train: `gpu_bench --no-upload`, cuDNN algorithms by "
         f"{(ours_run or {}).get('algorithms', 'heuristics')}.",
-        f"images/s: median over the runs"
+        "images/s: median over the runs"
         + (f" ({rounds} interleaved rounds: ddp_train, eager, compiled; rows with torch.compile "
-           f"ran their rounds again with it)" if rounds else "")
+           "ran their rounds again with it)" if rounds else "")
         + ", smallest and largest in brackets; ours/peer = ratio of the medians (above 1: "
         "ddp_train is faster).",
     ]
     if header:
+        per_run = (f"about {header['seconds']} s per run" if header.get("seconds") != "auto"
+                   else "timed seconds per run sized to the budget (column s below)")
+        took = f", took {end['elapsed_s']:.0f} s" if end.get("elapsed_s") is not None else ""
         settings.append(
             f"Measured {header.get('date', '?')} on {header.get('host', '?')}, source "
-            f"{header.get('source', '?')}, about {header.get('seconds', '?')} s per run, "
-            f"budget {header.get('budget', 0):.0f} s"
-            + (f", took {end['elapsed_s']:.0f} s" if end.get("elapsed_s") is not None else "")
-            + ".")
+            f"{header.get('source', '?')}, {per_run}, budget {header.get('budget', 0):.0f} s"
+            f"{took}.")
     out += [f"- {s}" for s in settings] + [""]
 
     out.append("| model | input, batch | precision | ddp_train images/s | PyTorch eager | "
@@ -207,9 +208,9 @@ def render(records):
             "|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         side = r["side"] + (f" ({r['compile_mode']})" if r.get("compile_mode") else "")
-        out.append(f"| {r['model']} | {r['precision']} | {r.get('phase', '-')} | {r.get('round')} | "
-                   f"{side} | {r['images_per_s']:.1f} | {r['ms_per_step']:.3f} | {r['steps']} | "
-                   f"{r['seconds']:.2f} |")
+        out.append(f"| {r['model']} | {r['precision']} | {r.get('phase', '-')} | "
+                   f"{r.get('round')} | {side} | {r['images_per_s']:.1f} | "
+                   f"{r['ms_per_step']:.3f} | {r['steps']} | {r['seconds']:.2f} |")
     return "\n".join(out) + "\n"
 
 

@@ -218,24 +218,32 @@ def serve(args):
             continue
         if words[0] == "quit":
             return 0
-        if words[0] == "warm":
-            peer.warm(args.warmup)
-            emit({"event": "ready", **row})
-        elif words[0] == "compile":
-            mode = words[1] if len(words) > 1 else "max-autotune"
-            try:
-                emit({"event": "compiled", **row, "mode": mode, **peer.compile(mode)})
-            except Exception as e:  # noqa: BLE001 - any failure of the compiler is reported
-                peer.steps.pop("compiled", None)
-                emit({"event": "compile_failed", **row, "mode": mode,
-                      "reason": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"})
-        elif words[0] == "run" and len(words) == 4 and words[1] in peer.steps:
-            result = peer.measure(words[1], float(words[2]), args.steps)
-            emit({"event": "run", "side": words[1], **row, "round": int(words[3]),
-                  "compile_mode": peer.compile_mode if words[1] == "compiled" else None,
-                  **result})
-        else:
-            emit({"event": "error", "reason": f"unknown command {line.strip()!r}"})
+        try:
+            answer(peer, row, words, args)
+        except Exception as e:  # noqa: BLE001 - reported to gpu_compare.py, which stops the row
+            emit({"event": "error", **row, "reason": f"{line.strip()}: {type(e).__name__}: {e}"})
+
+
+def answer(peer, row, words, args):
+    """One command of the protocol (see the module's doc)."""
+    if words[0] == "warm":
+        peer.warm(args.warmup)
+        emit({"event": "ready", **row})
+    elif words[0] == "compile":
+        mode = words[1] if len(words) > 1 else "max-autotune"
+        try:
+            emit({"event": "compiled", **row, "mode": mode, **peer.compile(mode)})
+        except Exception as e:  # noqa: BLE001 - any failure of the compiler is reported
+            peer.steps.pop("compiled", None)
+            first = str(e).splitlines()[0] if str(e) else ""
+            emit({"event": "compile_failed", **row, "mode": mode,
+                  "reason": f"{type(e).__name__}: {first}"})
+    elif words[0] == "run" and len(words) == 4 and words[1] in peer.steps:
+        result = peer.measure(words[1], float(words[2]), args.steps)
+        emit({"event": "run", "side": words[1], **row, "round": int(words[3]),
+              "compile_mode": peer.compile_mode if words[1] == "compiled" else None, **result})
+    else:
+        emit({"event": "error", **row, "reason": f"unknown command {' '.join(words)!r}"})
 
 
 def main(argv=None):

@@ -5,7 +5,7 @@
 #
 #   scripts/gpu_check.sh [--dry-run] [--bundle DIR] [--report FILE] [--work DIR] [--data DIR]
 #                        [--configure-only] [--skip STEP,...] [--only STEP,...]
-#                        [--compare-budget S]
+#                        [--compare-budget S] [--compare-out DIR]
 #
 #   --bundle DIR      the bundle (default: gpu_bundle/ in the source tree); its packages are
 #                     unpacked into WORK/prefix and CMake is configured against that prefix.
@@ -18,6 +18,9 @@
 #   --skip STEP,...   leave these steps out (e.g. what an earlier run on the same work tree did)
 #   --only STEP,...   run only these steps (and unpack_bundle, configure and build, which they need)
 #   --compare-budget S  seconds for the gpu_compare step (default 300)
+#   --compare-out DIR its table, raw numbers, log and profiles (default WORK/gpu_compare), written
+#                     as they come (the device tool's $OUT: what is there comes back even when the
+#                     call is cut short)
 #   --dry-run         list the steps and their commands, run nothing
 #
 # The steps: build for the GPU found (its compute capability only); the GPU unit tests; the NCCL
@@ -26,7 +29,7 @@
 # N GPUs vs 1); MobileNetV2 trained on the GPU and on the CPU; compute-sanitizer memcheck, racecheck and synccheck on a short training where the
 # tool exists; gpu_bench for LeNet, VGG and ResNet-20 in fp32 and bf16; the 10-epoch LeNet/CIFAR-10
 # run; last, ddp_train against PyTorch on this GPU (bench/gpu_compare.sh: its table goes into the
-# report and WORK/gpu_compare/). Without gpu_compare sized to finish in under 10 minutes on one
+# report and --compare-out). Without gpu_compare sized to finish in under 10 minutes on one
 # modern GPU; gpu_compare alone takes its budget, 5 minutes by default (--only gpu_compare for it
 # alone). Exit status: 0 when no step failed.
 set -uo pipefail
@@ -41,6 +44,7 @@ configure_only=0
 skip=","
 only=""
 compare_budget=300
+compare_out=""
 while (($#)); do
   case $1 in
     --dry-run) dry=1; shift ;;
@@ -52,7 +56,8 @@ while (($#)); do
     --skip) skip=",$2,"; shift 2 ;;
     --only) only=",$2,"; shift 2 ;;
     --compare-budget) compare_budget=$2; shift 2 ;;
-    -h | --help) sed -n '2,32p' "$0"; exit 0 ;;
+    --compare-out) compare_out=$2; shift 2 ;;
+    -h | --help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -62,6 +67,7 @@ node_path=$PATH
 node_ld=${LD_LIBRARY_PATH-}
 work=$(realpath -m "$work")
 report=${report:-$work/gpu_check_report.txt}
+compare_out=$(realpath -m "${compare_out:-$work/gpu_compare}")
 prefix="$work/prefix"
 build="$work/build"
 # gpu_bench and the unit tests are not beside the CUDA plugin (build/libddp_cuda.so).
@@ -135,7 +141,7 @@ declare -A what=(
   [fp16_loss_scaling]="ddp_train LeNet fp16 10 epochs on 1 GPU with an inf injected at step 5 (DDP_FAULT_INF_GRAD=0:5): at least one step skipped, test accuracy at least 20%"
   [gpu_bench]="gpu_bench --model all (LeNet, VGG, VGG-BN, ResNet-20) --precision fp32 and bf16, 1 rank and one rank per visible GPU"
   [lenet_cifar10_10_epochs]="ddp_train --config configs/cifar.toml --train.epochs 10 on 1 GPU (batch 64 on the bundle's subset): per-epoch accuracy and images/s, final accuracy >= 25%"
-  [gpu_compare]="bench/gpu_compare.sh --budget <--compare-budget, 300 s>: ddp_train (gpu_bench) against PyTorch eager and torch.compile(max-autotune) on this GPU, interleaved rounds; resnet20, resnet56, resnet18 at 32x32 batch 512, resnet50, mobilenet_v2 at 224x224 batch 128, fp32 (TF32 on both sides) and bf16; table and raw numbers in WORK/gpu_compare/, the table in the report"
+  [gpu_compare]="bench/gpu_compare.sh --budget <--compare-budget, 300 s>: ddp_train (gpu_bench) against PyTorch eager and torch.compile(max-autotune) on this GPU, interleaved rounds; resnet20, resnet56, resnet18 at 32x32 batch 512, resnet50, mobilenet_v2 at 224x224 batch 128, fp32 (TF32 on both sides) and bf16; table and raw numbers in --compare-out (WORK/gpu_compare/), the table in the report"
 )
 
 # A step name given to --skip or --only that is not a step is a typo that would run the wrong steps.
@@ -317,12 +323,12 @@ bench() {  # all models and precisions, one rank, then one rank per GPU
   done
 }
 # ddp_train against PyTorch on this GPU. PyTorch runs in the node's own environment (the bundle's
-# libraries could shadow its own); gpu_bench in the prefix's. The budget bounds the script's waits;
-# timeout is the backstop.
+# libraries could shadow its own); gpu_bench in the prefix's. The budget bounds the script's waits
+# (it stops within ~80 s after it); timeout is the backstop.
 compare() {
-  rm -rf "${work:?}/gpu_compare"
-  TORCH_PATH=$node_path TORCH_LD_LIBRARY_PATH=$node_ld timeout $((compare_budget + 240)) \
-    bash "$src/bench/gpu_compare.sh" --gpu-bench "$build/bench/gpu_bench" --out "$work/gpu_compare" \
+  rm -f "$compare_out"/{table.md,raw.jsonl,log.txt,profiles.txt}
+  TORCH_PATH=$node_path TORCH_LD_LIBRARY_PATH=$node_ld timeout $((compare_budget + 150)) \
+    bash "$src/bench/gpu_compare.sh" --gpu-bench "$build/bench/gpu_bench" --out "$compare_out" \
     --budget "$compare_budget"
 }
 lenet10() {
@@ -394,9 +400,9 @@ if [ "$dry" = 0 ]; then
     awk -F, '{ printf "  gpu_bench %-8s %-4s %d rank(s) batch %d: %.3f ms/step (compute %.3f, comm wait %.3f), %.0f images/s\n", $3, $12, $4, $5, $7, $8, $9, $10 }' |
     tee -a "$report" > /dev/null
   grep -h 'ERROR SUMMARY' "$logs"/sanitizer_*.log 2> /dev/null | sed 's/^/  compute-sanitizer: /' | tee -a "$report" > /dev/null
-  if [ -f "$work/gpu_compare/table.md" ]; then
+  if [ -f "$compare_out/table.md" ]; then
     say ""
-    tee -a "$report" < "$work/gpu_compare/table.md" > /dev/null
+    tee -a "$report" < "$compare_out/table.md" > /dev/null
   fi
   say ""
   say "gpu_check: $([ "$failed" = 0 ] && echo "no step failed" || echo "$failed step(s) failed") (report: $report)"
