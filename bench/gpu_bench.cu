@@ -284,6 +284,13 @@ class ModelBench {
     compute_mark_ = be.new_event(false);
   }
 
+  ~ModelBench() {
+    be_.release_event(uploaded_);
+    be_.release_event(compute_mark_);
+  }
+  ModelBench(const ModelBench&) = delete;
+  ModelBench& operator=(const ModelBench&) = delete;
+
   ddp::nn::Model& net() { return net_; }
   std::size_t buckets() const { return sync_ ? sync_->buckets().size() : 0; }
 

@@ -262,8 +262,8 @@ class Run:
     def compile(self, row, peer, modes):
         """Compiles with the first mode that finishes in time; returns (peer, mode or None)."""
         model, _, _, precision = row
-        for i, mode in enumerate(modes):
-            keep = self.rounds_s(3) + 5 + (self.setup_s() if i else 0)
+        for mode in modes:
+            keep = self.rounds_s(3) + 5 + (self.setup_s() if peer is None else 0)
             limit = min(self.args.compile_cap, self.left() - keep)
             base = {"kind": "compile", "model": model, "precision": precision, "mode": mode}
             if mode in self.too_slow:
@@ -273,7 +273,7 @@ class Run:
                 self.record({**base, "status": "skipped",
                              "reason": f"time budget ({max(self.left(), 0):.0f} s left)"})
                 continue
-            if i:  # the last attempt's process was stopped: a fresh one
+            if peer is None:  # the last attempt's process was stopped: a fresh one
                 peer, _ = self.start_peer(row)
             peer.send(f"compile {mode}")
             t = time.monotonic()

@@ -9,8 +9,8 @@ mode, channels_last, on one synthetic batch that stays on the device (N(0, 1) in
 labels). A step: forward and cross-entropy (under torch.autocast(bfloat16) for bf16), backward, SGD
 (momentum 0.9, Nesterov, weight decay 5e-4 as ddp_train's CIFAR configs; fused where this PyTorch
 has it, else foreach), zero_grad(set_to_none=True). cudnn.benchmark = True; TF32 for cuDNN
-convolutions as PyTorch defaults it (on); matmul TF32 off unless --matmul-tf32 (gpu_compare.sh sets
-it for the fp32 rows: "TF32 on both sides"). The compiled peer is torch.compile(mode=...) of
+convolutions as PyTorch defaults it (on); matmul TF32 as PyTorch defaults it (off) unless
+--matmul-tf32 (gpu_compare.sh sets it for the fp32 rows: "TF32 on both sides"). The compiled peer is torch.compile(mode=...) of
 forward + loss (its backward compiled by AOTAutograd), the optimizer step left eager (fused).
 
 One measurement (the default), e.g. the CPU self-test that needs no GPU:
@@ -70,14 +70,29 @@ def versions():
     return info
 
 
-def set_matmul_tf32(torch, on):
-    """Sets TF32 for float32 matmuls; returns what is in effect."""
+def attribute(obj, name):
+    """getattr or None (torch.backends.cuda.matmul raises AssertionError for unknown names)."""
     try:
-        torch.backends.cuda.matmul.allow_tf32 = on
-        return bool(torch.backends.cuda.matmul.allow_tf32)
-    except (AttributeError, RuntimeError):  # a PyTorch that only has the newer switch
-        torch.set_float32_matmul_precision("high" if on else "highest")
-        return torch.get_float32_matmul_precision() != "highest"
+        return getattr(obj, name)
+    except (AttributeError, AssertionError):
+        return None
+
+
+def tf32_settings(torch, matmul_on):
+    """Turns TF32 on for float32 matmuls when asked (else leaves PyTorch's default) and returns
+    what is in effect for matmuls and for cuDNN's convolutions. PyTorch >= 2.9 has a new switch
+    (fp32_precision) and fails in Inductor's lowering when the old one (allow_tf32) was used as
+    well, so only the new one is touched where it exists."""
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    if attribute(matmul, "fp32_precision") is not None:
+        if matmul_on:
+            matmul.fp32_precision = "tf32"
+        conv_precision = attribute(attribute(cudnn, "conv"), "fp32_precision")
+        return (matmul.fp32_precision == "tf32",
+                None if conv_precision is None else conv_precision == "tf32")
+    if matmul_on:
+        matmul.allow_tf32 = True
+    return bool(matmul.allow_tf32), bool(cudnn.allow_tf32)
 
 
 def make_optimizer(torch, params, device):
@@ -108,11 +123,7 @@ class Peer:
         self.bf16 = args.precision == "bf16"
         if self.device.type == "cuda":
             torch.backends.cudnn.benchmark = True
-        self.matmul_tf32 = set_matmul_tf32(torch, args.matmul_tf32)
-        try:
-            self.cudnn_tf32 = bool(torch.backends.cudnn.allow_tf32)
-        except (AttributeError, RuntimeError):
-            self.cudnn_tf32 = None
+        self.matmul_tf32, self.cudnn_tf32 = tf32_settings(torch, args.matmul_tf32)
         torch.manual_seed(1)
         model = build_model(args.model, args.image, args.classes)
         self.model = model.to(self.device).to(memory_format=torch.channels_last).train()

@@ -8,6 +8,8 @@
 #    and records what it is asked: the rounds interleave (ours, eager, ours, eager), gpu_bench gets
 #    the row's flags (TF32 for fp32 only, batches resident, JSON), torch.compile's absence from
 #    PyTorch 1.13 is said in the table, every answer lands in raw.jsonl;
+#  - the torch.compile part (timeout, process killed, fallback mode, not retried) with a stand-in
+#    for a PyTorch 2 server, since Debian's PyTorch 1.13 has no torch.compile;
 #  - the table (--from-raw) on recorded numbers: medians (odd and even counts), min-max and
 #    ratios checked against values computed here with awk;
 #  - scripts/gpu_check.sh --dry-run lists the gpu_compare step, and --only leaves the others out.
@@ -103,6 +105,69 @@ grep -q "torch.compile: not in PyTorch 1" "$WORK/out/table.md" || fail "the tabl
 grep -q '^| resnet20 | 32x32, 512 | bf16 | 1,600 (1,100-2,100) | ' "$WORK/out/table.md" ||
   fail "the bf16 row does not show the stand-in's numbers: $(grep '^| resnet20' "$WORK/out/table.md")"
 
+# --- the torch.compile part: PyTorch 1.13 has none, so a stand-in for a PyTorch 2 server ---------
+# (the protocol of torch_gpu_step.py --serve) whose max-autotune never finishes and whose
+# reduce-overhead compiles at once: the first row's max-autotune is stopped at --compile-cap (its
+# process killed), the row compiles with the fallback in a fresh process and runs its rounds with
+# three sides; the second row does not try max-autotune again.
+cat > "$WORK/fake_python" << 'EOF'
+#!/usr/bin/env python3
+import json, os, sys, time
+args = sys.argv[2:]  # [0]: torch_gpu_step.py
+opt = lambda k: args[args.index(k) + 1]
+with open(os.environ["FAKE_LOG"], "a") as log:
+    log.write(f"peer {os.getpid()} {opt('--precision')}\n")
+row = {"model": opt("--model"), "precision": opt("--precision"), "batch": 2, "image": 32}
+say = lambda obj: print(json.dumps(obj), flush=True)
+say({"event": "loaded", **row, "torch": "2.99-stand-in", "compile_available": True,
+     "optimizer": "fused", "matmul_tf32": "--matmul-tf32" in args})
+for line in sys.stdin:
+    w = line.split()
+    if w[0] == "warm":
+        say({"event": "ready", **row})
+    elif w[0] == "compile" and w[1] == "max-autotune":
+        time.sleep(600)
+    elif w[0] == "compile":
+        say({"event": "compiled", **row, "mode": w[1], "seconds": 0.5, "graphs": 1,
+             "cudagraph_skips": 0})
+    elif w[0] == "run":
+        ips = {"eager": 500.0, "compiled": 800.0}[w[1]]
+        say({"event": "run", "side": w[1], **row, "round": int(w[3]), "steps": 5,
+             "seconds": 0.01, "ms_per_step": 2.0, "images_per_s": ips})
+EOF
+chmod +x "$WORK/fake_python"
+FAKE_LOG="$WORK/fake2.log" PYTHON="$PY" bash "$SRC/bench/gpu_compare.sh" --gpu-bench "$WORK/fake_gpu_bench" \
+  --python "$WORK/fake_python" --out "$WORK/out2" --models resnet20 --precisions bf16,fp32 \
+  --rounds 2 --seconds 0.1 --budget 900 --profile none --compile-cap 4 --compile-min 1 \
+  > "$WORK/compare2.out" 2>&1 || { cat "$WORK/compare2.out" "$WORK/out2/log.txt"; fail "gpu_compare.sh with the stand-ins failed"; }
+cat "$WORK/compare2.out"
+compiles=$(grep '"kind": "compile"' "$WORK/out2/raw.jsonl" | "$PY" -c '
+import json, sys
+print(" ".join("%s:%s:%s" % (r["precision"], r["mode"], r["status"]) for r in map(json.loads, sys.stdin)))')
+want="bf16:max-autotune:timeout bf16:reduce-overhead:ok fp32:max-autotune:skipped fp32:reduce-overhead:ok"
+[ "$compiles" = "$want" ] || fail "compile attempts '$compiles', expected '$want'"
+order=$(grep '"phase": "compile"' "$WORK/out2/raw.jsonl" | "$PY" -c '
+import json, sys
+print(" ".join("%s:%s:%s" % (r["precision"], r["round"], r["side"]) for r in map(json.loads, sys.stdin)))')
+want="bf16:0:ours bf16:0:eager bf16:0:compiled bf16:1:ours bf16:1:eager bf16:1:compiled"
+want="$want fp32:0:ours fp32:0:eager fp32:0:compiled fp32:1:ours fp32:1:eager fp32:1:compiled"
+[ "$order" = "$want" ] || fail "compile-phase runs in the order '$order', expected '$want'"
+# The stopped PyTorch server is gone (its process group was killed), and so is every other.
+for pid in $(awk '$1 == "peer" { print $2 }' "$WORK/fake2.log"); do
+  kill -0 "$pid" 2> /dev/null && fail "PyTorch stand-in $pid still runs"
+done
+[ "$(grep -c '^peer' "$WORK/fake2.log")" = 5 ] ||
+  fail "expected 5 PyTorch processes (2 in each phase and a fresh one after the stop): $(cat "$WORK/fake2.log")"
+row=$(grep '^| resnet20 | 32x32, 512 | bf16 |' "$WORK/out2/table.md")
+echo "$row"
+# ours: 1100, 2100 in both phases -> median 1600; eager 500; compiled 800.
+[ "$row" = "| resnet20 | 32x32, 512 | bf16 | 1,600 (1,100-2,100) | 500 (500-500) | 3.20 | 800 (800-800) | 2.00 | reduce-overhead, 0 s |" ] ||
+  fail "the compiled row is not as expected"
+grep -q 'resnet20 bf16: torch.compile(mode=max-autotune) did not finish within [4-9] s; stopped' "$WORK/out2/table.md" ||
+  fail "the table does not say that max-autotune was stopped"
+grep -q 'resnet20 fp32: torch.compile(mode=max-autotune) not run: it did not finish for resnet20 bf16' "$WORK/out2/table.md" ||
+  fail "the table does not say why the fp32 row did not try max-autotune"
+
 # --- the table of recorded numbers, checked against awk ------------------------------------------
 sample="$WORK/sample.jsonl"
 {
@@ -163,4 +228,4 @@ grep -q '^  build  .*gpu_bench' "$WORK/dry.log" || fail "--only dropped the buil
 grep -q '^  unit_gpu  *(skipped: --only)' "$WORK/dry.log" || fail "--only did not leave unit_gpu out"
 bash "$SRC/scripts/gpu_check.sh" --dry-run --only gpu_comapre > /dev/null 2>&1 && fail "a misspelt --only step was accepted"
 [ ! -e "$WORK/dry" ] || fail "--dry-run created its work tree"
-pass "PyTorch step on the CPU, parameter counts equal ddp_train's, interleaved orchestration, table checked against awk, gpu_check step listed"
+pass "PyTorch step on the CPU, parameter counts equal ddp_train's, interleaved orchestration, compile timeout and fallback, table checked against awk, gpu_check step listed"
