@@ -448,8 +448,9 @@ def parse(argv):
     if args.profile != "none":
         for item in args.profile.split(","):
             m, _, x = item.partition(":")
-            if m in known:
-                profiles.append((m, known[m][1], known[m][2], x or "bf16"))
+            if m not in known or x not in ("", "fp32", "bf16"):
+                p.error(f"--profile {item!r}: expected MODEL:PRECISION of {', '.join(known)}")
+            profiles.append((m, known[m][1], known[m][2], x or "bf16"))
     return args, rows, profiles
 
 

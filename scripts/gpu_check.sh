@@ -129,7 +129,7 @@ step() {
 declare -A what=(
   [unpack_bundle]="unpack BUNDLE/debs/*.deb into WORK/prefix (dpkg-deb -x, or ar + tar), fix the alternatives, h5cc's prefix and dangling links; unpack the CIFAR-10 subset"
   [configure]="cmake -DDDP_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=<the GPU's compute capability> [-DCMAKE_PREFIX_PATH=WORK/prefix/usr, the prefix's mpicc and h5cc]"
-  [build]="cmake --build -j<cores> --target ddp_train ddp_unit_tests gpu_bench"
+  [build]="cmake --build -j<cores> --target ddp_train ddp_unit_tests gpu_bench (gpu_bench alone for --only gpu_bench,gpu_compare)"
   [unit_gpu]="ddp_unit_tests --gtest_filter='Cuda*:DeviceAssign*:DoctorNccl*' (the CUDA backend against the CPU, NCCL with 1 rank, device assignment)"
   [unit_nccl_per_gpu]="ctest -R cuda.nccl_one_rank_per_gpu (the NCCL tests, one rank per visible GPU)"
   [integration_cuda]="ctest -R integration.test_cuda_training (Fashion-MNIST: 1 GPU vs CPU, 2 GPUs vs 1, cross-backend resume)"
@@ -376,7 +376,11 @@ if [ ! -f "$cifar/data_batch_5.bin" ] && [ -f "$runs/data/cifar-10-batches-bin/d
 fi
 [ "$dry" = 1 ] || say "CIFAR-10: $cifar ($cifar_note)"
 
-step build cmake --build "$build" -j "$jobs" --target ddp_train ddp_unit_tests gpu_bench || {
+# --only with nothing but the benchmarks needs gpu_bench alone (the unit tests take a while to build).
+targets=(ddp_train ddp_unit_tests gpu_bench)
+[ -n "$only" ] && [ -z "$(echo "${only//,/ }" | tr ' ' '\n' | grep -vxE 'gpu_bench|gpu_compare|')" ] &&
+  targets=(gpu_bench)
+step build cmake --build "$build" -j "$jobs" --target "${targets[@]}" || {
   [ "$dry" = 1 ] || exit 1
 }
 step unit_gpu "$build/tests/ddp_unit_tests" --gtest_filter='Cuda*:DeviceAssign*:DoctorNccl*'
