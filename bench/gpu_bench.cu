@@ -32,12 +32,12 @@
 #include <vector>
 
 #include "ddp/app/compute.hpp"
-#include "ddp/app/config.hpp"
 #include "ddp/backend/cuda_backend.hpp"
 #include "ddp/backend/device_assign.hpp"
 #include "ddp/comm/nccl_comm.hpp"
 #include "ddp/error.hpp"
 #include "ddp/nn/model.hpp"
+#include "ddp/nn/presets.hpp"
 #include "ddp/optim/optimizer.hpp"
 #include "ddp/rng.hpp"
 #include "ddp/runtime/rank_info.hpp"
@@ -152,10 +152,10 @@ struct Result {
 Result run_model(const std::string& model, const Options& o, CudaBackend& be,
                  ddp::comm::NcclComm* comm, int ranks) {
   // The trainer's model, buckets and optimizer (nn::Model in device memory, sync::GradientSync).
-  const auto layers = ddp::app::preset_layers(model == "lenet"      ? "lenet"
-                                              : model == "vgg_bn"   ? "vgg_small_bn"
-                                              : model == "resnet20" ? "resnet20"
-                                                                    : "vgg_small");
+  const auto layers = ddp::nn::preset_layers(model == "lenet"      ? "lenet"
+                                             : model == "vgg_bn"   ? "vgg_small_bn"
+                                             : model == "resnet20" ? "resnet20"
+                                                                   : "vgg_small");
   const std::int64_t n = o.batch, classes = 10;
   const ddp::Shape input{3, 32, 32};
   const std::size_t sample = 3 * 32 * 32, xn = static_cast<std::size_t>(n) * sample;
