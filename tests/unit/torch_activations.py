@@ -24,6 +24,7 @@ functions = {
     "leaky_relu": lambda t: F.leaky_relu(t, slope),
     "gelu": F.gelu,  # approximate="none": the erf form
     "silu": F.silu,
+    "hardswish": F.hardswish,
 }
 unknown = [n for n in names if n not in functions]
 if unknown:
