@@ -47,7 +47,7 @@
 #include <vector>
 
 #include "ddp/app/compute.hpp"
-#include "ddp/app/config.hpp"
+#include "ddp/nn/presets.hpp"
 #include "ddp/backend/cuda_backend.hpp"
 #include "ddp/backend/device_assign.hpp"
 #include "ddp/comm/nccl_comm.hpp"
@@ -245,7 +245,7 @@ class ModelBench {
         be_(be),
         comm_(comm),
         input_{3, o.image, o.image},
-        net_(ddp::app::preset_layers(preset_of(model), preset_options(o)), input_, o.classes, be),
+        net_(ddp::nn::preset_layers(preset_of(model), preset_options(o)), input_, o.classes, be),
         xn_(static_cast<std::size_t>(o.batch * input_.numel())),
         grad_scale_(1.0f / static_cast<float>(o.batch * ranks)) {  // the global mean
     net_.init_parameters(1);
@@ -385,8 +385,8 @@ class ModelBench {
   }
 
  private:
-  static ddp::app::PresetOptions preset_options(const Options& o) {
-    ddp::app::PresetOptions p;
+  static ddp::nn::PresetOptions preset_options(const Options& o) {
+    ddp::nn::PresetOptions p;
     p.image_side = o.image;  // stem auto: the CIFAR stem up to 64 px, torchvision's above
     p.classes = o.classes;
     return p;
