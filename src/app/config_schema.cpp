@@ -206,7 +206,11 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(run, tensorboard),
        .help = "rank 0 writes TensorBoard event files into run.dir/tensorboard (every "
                "metrics.jsonl field per epoch; loss, learning rate and images/s every "
-               "run.log_every steps)"},
+               "run.log_every steps, more often in a short run, and with every progress line); "
+               "false: none"},
+      {DDP_KEY(run, verbose), .help =
+                                  "print the model's layer table at start (it is always written to "
+                                  "run.dir/model.txt)"},
       {DDP_KEY(run, trace),
        .help = "every rank's step phases (data wait, forward, backward, each bucket's "
                "all-reduce, optimizer, evaluation, snapshots) as a Chrome trace: "
