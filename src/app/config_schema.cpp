@@ -217,8 +217,8 @@ const std::vector<ConfigKey>& config_keys() {
                "run.dir/trace/rank_NNNN.json, merged by rank 0 into run.dir/trace.json"},
       {DDP_KEY(run, log_every),
        .help = "steps between progress lines (time, step/total, loss, images/s, ETA) when "
-               "stdout is not a terminal, at least one every 30 s; also the step interval of "
-               "the TensorBoard step scalars (0 = neither)",
+               "stdout is not a terminal, at least one every 30 s; also the longest interval "
+               "between TensorBoard step scalars (0 = neither)",
        .range = at_least(0)},
 
       {DDP_KEY(data, dataset),

@@ -61,20 +61,16 @@ double TrainStep::run(const data::Batch& batch, const MicroBatchPlan& plan, Batc
   if (plan.samples != batch.size)
     throw Error("internal: a slice of " + std::to_string(batch.size) + " samples, planned " +
                 std::to_string(plan.samples));
-  // Rank speed: the step's forward + backward is its time less its wait for the gradients. On a
-  // GPU both are timed on the device and read once it has passed them (device_step_timer.hpp).
-  const double wait_before = grad_wait_s();
-  const auto t0 = Clock::now();
-  if (step_timer_) step_timer_->start();
+  const Timing timing = start_timing();
 
-  // 1. Forward, loss, backward of each micro-batch; gradient buckets start all-reducing as the
-  //    last backward finishes them.
+  // 1. Forward, loss and backward of each micro-batch; the gradient buckets start all-reducing as
+  //    the last backward finishes them.
   forward_backward(batch, plan, global_step);
-  if (step_timer_) step_timer_->backward_done();
 
   // 2. The gradients summed over every rank and micro-batch. On a GPU the compute stream waits,
   //    not the host (NCCL in training orders its blocking all-reduce of device memory the same
   //    way, so comm.overlap = false does not make the host wait either).
+  if (step_timer_) step_timer_->backward_done();
   {
     const TraceSpan wait(trace_, "gradient wait", global_step);
     p_.sync.finish();
@@ -83,20 +79,31 @@ double TrainStep::run(const data::Batch& batch, const MicroBatchPlan& plan, Batc
   // The next batch is staged while the device computes this one (after finish(), which starts
   // the last buckets).
   feed.prefetch();
-  if (trace_)
-    for (const auto& t : p_.sync.bucket_times())
-      trace_->all_reduce(t.bucket, t.start, t.end, global_step);
-  if (step_timer_) {
-    collect_step_times(false);
-  } else {
-    const double wait = grad_wait_s() - wait_before;
-    step_meter_.add_step(seconds_since(t0) - wait, wait, batch.size);
-  }
+  end_timing(timing, batch.size, global_step);
 
-  // 3. The learning rate of this step, 4. unscale + overflow check and the optimizer.
+  // 3. The learning rate of this step; 4. unscaling with the overflow check, and the optimizer.
   const double lr = p_.schedule.at(global_step);
   update(lr, global_step);
   return lr;
+}
+
+TrainStep::Timing TrainStep::start_timing() {
+  if (step_timer_) step_timer_->start();
+  return {grad_wait_s(), Clock::now()};
+}
+
+void TrainStep::end_timing(const Timing& t, std::int64_t samples, std::int64_t global_step) {
+  if (trace_)
+    for (const auto& b : p_.sync.bucket_times())
+      trace_->all_reduce(b.bucket, b.start, b.end, global_step);
+  // Rank speed: the step's forward + backward is its time less its wait for the gradients. On a
+  // GPU both are timed on the device and read once it has passed them (device_step_timer.hpp).
+  if (step_timer_) {
+    collect_step_times(false);
+  } else {
+    const double wait = grad_wait_s() - t.wait_before;
+    step_meter_.add_step(seconds_since(t.start) - wait, wait, samples);
+  }
 }
 
 void TrainStep::forward_backward(const data::Batch& batch, const MicroBatchPlan& plan,

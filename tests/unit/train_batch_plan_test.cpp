@@ -113,7 +113,7 @@ TEST(BatchPlan, CapsSplitLargeSlices) {
 
 // With sync batch norm every rank runs as many micro-batches as the one that runs the most (its
 // collectives are made by every rank's forward and backward); the extra ones hold no samples.
-TEST(BatchPlan, SyncBatchNormRunsTheSameCountOnEveryRank) {
+TEST(BatchPlan, SyncBnRunsTheSameCountOnEveryRank) {
   const auto o = with_cap(with_shares(train_options(64, 192), {3, 1, 2}), 40);
   for (int r = 0; r < 3; ++r) {
     const BatchPlan p(o, true, 3, r, 0, false);

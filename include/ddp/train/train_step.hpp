@@ -88,6 +88,14 @@ class TrainStep {
                  // has just enqueued
   };
 
+  // Where a step's timing starts: the gradient wait so far, the host clock (and the device's).
+  struct Timing {
+    double wait_before = 0.0;
+    std::chrono::steady_clock::time_point start;
+  };
+  Timing start_timing();
+  // The step's bucket all-reduces into the trace, its compute and wait into the rank-speed meter.
+  void end_timing(const Timing& t, std::int64_t samples, std::int64_t global_step);
   // Forward, loss and backward of every micro-batch; the last backward starts the buckets.
   void forward_backward(const data::Batch& batch, const MicroBatchPlan& plan,
                         std::int64_t global_step);
