@@ -208,15 +208,19 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(run, tensorboard),
        .help = "rank 0 writes TensorBoard event files into run.dir/tensorboard (every "
                "metrics.jsonl field per epoch; loss, learning rate and images/s every "
-               "run.log_every steps)"},
+               "run.log_every steps, more often in a short run, and with every progress line); "
+               "false: none"},
+      {DDP_KEY(run, verbose), .help =
+                                  "print the model's layer table at start (it is always written to "
+                                  "run.dir/model.txt)"},
       {DDP_KEY(run, trace),
        .help = "every rank's step phases (data wait, forward, backward, each bucket's "
                "all-reduce, optimizer, evaluation, snapshots) as a Chrome trace: "
                "run.dir/trace/rank_NNNN.json, merged by rank 0 into run.dir/trace.json"},
       {DDP_KEY(run, log_every),
        .help = "steps between progress lines (time, step/total, loss, images/s, ETA) when "
-               "stdout is not a terminal, at least one every 30 s; also the step interval of "
-               "the TensorBoard step scalars (0 = neither)",
+               "stdout is not a terminal, at least one every 30 s; also the longest interval "
+               "between TensorBoard step scalars (0 = neither)",
        .range = at_least(0)},
 
       {DDP_KEY(data, dataset),
