@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,22 +56,10 @@ class Checkpointer {
   std::vector<std::int64_t> resume(const BatchPlan& plan, std::int64_t steps_per_epoch);
 
  private:
-  // What a snapshot restores besides the model and optimizer tensors.
-  struct Resumed {
-    bool found = false;
-    ckpt::TrainingPosition position;
-    std::int64_t optimizer_steps = 0;
-    double loss_scale = 0.0;
-    std::int64_t loss_scale_good_steps = 0;
-    double run_train_s = 0.0;
-    ckpt::EpochProgress epoch_progress;
-    std::string history;
-    std::vector<std::int64_t> shares;
-  };
-  // Rank 0 finds and reads the snapshot into the model's and optimizer's host mirrors; the state
-  // travels to every rank as positional arrays, then the tensors and the strings. (The one place
-  // that lists the snapshot's fields for the broadcast: the encoded snapshot replaces it.)
-  Resumed read_and_broadcast();
+  // Rank 0 finds and reads the snapshot into the model's and optimizer's host mirrors; its state
+  // reaches every rank encoded through the snapshot field table (ckpt::broadcast_resume_state),
+  // then the tensors (sync::broadcast_state). nullopt: no snapshot to resume from.
+  std::optional<ckpt::SnapshotState> read_and_broadcast();
 
   const Setup& cfg_;
   comm::Communicator& comm_;
