@@ -22,6 +22,7 @@ packages=(
   libhdf5-dev
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libdnnl-dev libgtest-dev zlib1g-dev
   libturbojpeg0-dev libpng-dev  # ddp_train pack and predict: JPEG and PNG decoding
+  libleptonica-dev  # ... and BMP, PPM/PGM, TIFF, WebP (the rest of torchvision's ImageFolder)
   libprotobuf-dev protobuf-compiler libisal-dev  # run.tensorboard: event messages, CRC-32C
   libonnx-dev  # ddp_train export: ONNX graphs and their checker
   ocl-icd-opencl-dev opencl-c-headers  # Debian's oneDNN CMake package (OpenCL GPU runtime) needs them

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iomanip>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -98,20 +100,40 @@ CLI::App* add_pack_command(CLI::App& app, PackCommand& cmd) {
       ->check(CLI::Range(1, 1024));
   pack->add_flag("--skip-bad", o.skip_bad,
                  "skip unreadable, corrupt or mismatched images and list them, instead of failing");
+  pack->add_option("--val-fraction", o.val_fraction,
+                   "also write a validation split: this fraction of each class (e.g. 0.1), chosen "
+                   "by --seed, goes to --val-output instead of --output")
+      ->check(CLI::Range(0.0, 0.99));
+  pack->add_option("--val-output", cmd.val_output,
+                   "the validation file of --val-fraction (default: OUTPUT with .val before its "
+                   "extension, e.g. train.val.h5)");
+  pack->add_option("--seed", o.seed, "which samples --val-fraction takes")->capture_default_str();
   return pack;
 }
 
-int run_pack(PackCommand& cmd, int world_size, std::ostream& out) {
-  if (world_size > 1)
-    throw ConfigError(
-        "ddp_train pack runs as one process; start it without mpirun/srun (it uses "
-        "--threads threads)");
+namespace {
+
+// OUTPUT with ".val" before its extension: train.h5 -> train.val.h5.
+std::string default_val_output(const std::string& output) {
+  std::filesystem::path p(output);
+  const std::string ext = p.extension().string();
+  p.replace_extension();
+  p += ".val" + ext;
+  return p.string();
+}
+
+int pack_and_report(PackCommand& cmd, std::ostream& out) {
   auto& o = cmd.options;
   o.output = cmd.output;
   o.encoding =
       cmd.encoding == "encoded" ? data::packed::Encoding::encoded : data::packed::Encoding::raw;
   o.split = cmd.split == "test" ? data::Split::test : data::Split::train;
   if (!cmd.size.empty()) parse_size(cmd.size, o.height, o.width);
+  if (!cmd.val_output.empty() && o.val_fraction <= 0)
+    throw ConfigError("pack --val-output " + cmd.val_output +
+                      " is written only with --val-fraction");
+  if (o.val_fraction > 0)
+    o.val_output = cmd.val_output.empty() ? default_val_output(cmd.output) : cmd.val_output;
   ProgressBar bar;
   if (::isatty(STDERR_FILENO) || ::isatty(STDOUT_FILENO))
     o.progress = [&](std::int64_t done, std::int64_t total) { bar.update(done, total); };
@@ -125,9 +147,43 @@ int run_pack(PackCommand& cmd, int world_size, std::ostream& out) {
       << mib(s.payload_bytes) << " of image data) in " << std::fixed << std::setprecision(1)
       << s.seconds << " s";
   if (!s.skipped.empty()) out << "; skipped " << s.skipped.size();
+  if (s.converted > 0) out << "; converted " << s.converted << " grey image(s) to RGB";
   out << "\n";
+  if (o.val_fraction > 0)
+    out << "validation split: " << s.val_samples << " samples (" << o.val_fraction
+        << " of each class, --seed " << o.seed << ") into " << o.val_output.string() << ": "
+        << mib(s.val_file_bytes) << "; the rest (" << s.samples << ") into " << cmd.output << "\n";
   for (const auto& why : s.skipped) out << "  skipped: " << why << "\n";
+  for (const auto& note : s.notes) out << "  note: " << note << "\n";
+  for (const auto& gone : s.removed_temporaries)
+    out << "  removed the temporary file of an interrupted pack: " << gone << "\n";
   return 0;
+}
+
+}  // namespace
+
+int report_pack_error(const std::string& message) {
+  std::cout.flush();
+  std::fprintf(stderr, "ddp_train pack: error: %s\n", message.c_str());
+  std::fflush(stderr);
+  return 1;
+}
+
+int run_pack(PackCommand& cmd, int world_size, std::ostream& out) {
+  if (world_size > 1)
+    throw ConfigError(
+        "ddp_train pack runs as one process; start it without mpirun/srun (it uses "
+        "--threads threads)");
+  const auto report = [](const std::string& message) { return report_pack_error(message); };
+  try {
+    return pack_and_report(cmd, out);
+  } catch (const Error& e) {
+    return report(e.what());
+  } catch (const std::bad_alloc&) {
+    return report(
+        "out of memory: an allocation failed (std::bad_alloc) while packing; lower --threads, or "
+        "pack smaller images (--size)");
+  }
 }
 
 }  // namespace ddp::app

@@ -1,9 +1,12 @@
-// inspect: what a snapshot holds, for `ddp_train inspect FILE`.
+// inspect: what a snapshot holds, for `ddp_train inspect FILE`: a summary, then every field of
+// the field table as stored, the tensors and the metrics.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
 #include "ddp/ckpt/snapshot.hpp"
+#include "snapshot_fields.hpp"
 
 namespace ddp::ckpt {
 namespace {
@@ -50,8 +53,19 @@ std::string inspect(const std::filesystem::path& file) {
   for (const auto& [name, tensors] : s.optimizer) os << " " << name;
   os << "\n";
 
-  std::int64_t values = 0;
+  // Every field of the table as stored, so that a new field shows without a line here.
+  const auto& fields = snapshot_fields();
   std::size_t width = 0;
+  for (const Field& f : fields)
+    width = std::max(width, std::strlen(f.group) + 1 + std::strlen(f.name));
+  os << "fields        " << fields.size() << " in /meta and /optimizer\n";
+  for (const Field& f : fields) {
+    const std::string path = std::string(f.group) + "/" + f.name;
+    os << "  " << path << std::string(width - path.size() + 2, ' ') << f.value_text(s) << "\n";
+  }
+
+  std::int64_t values = 0;
+  width = 0;
   for (const auto& [name, shape] : s.shapes) {
     values += Shape(shape).numel();
     width = std::max(width, name.size());

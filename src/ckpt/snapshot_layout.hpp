@@ -1,6 +1,7 @@
 #pragma once
-// The snapshot layout in one place (docs/snapshot_format.md): group and dataset paths, attribute
-// names, and how the model's named tensors map onto /model/<layer>/<param>.
+// The snapshot layout (docs/snapshot_format.md): the groups, and how the model's named tensors map
+// onto /model/<layer>/<param>. What /meta and /optimizer hold is the field table's
+// (snapshot_fields.hpp).
 #include <string>
 #include <vector>
 
@@ -11,34 +12,9 @@ namespace ddp::ckpt::layout {
 inline constexpr const char* kModel = "/model";
 inline constexpr const char* kOptimizer = "/optimizer";
 inline constexpr const char* kMeta = "/meta";
-inline constexpr const char* kConfigToml = "/meta/config_toml";
-inline constexpr const char* kMetricsJsonl = "/meta/metrics_jsonl";
-
-// Attributes of /meta.
+// The attribute of /meta a reader checks before anything else; the other attributes and texts of
+// /meta and /optimizer are rows of the field table (snapshot_fields.hpp).
 inline constexpr const char* kFormatVersion = "format_version";
-inline constexpr const char* kProgramVersion = "program_version";
-inline constexpr const char* kEpoch = "epoch";
-inline constexpr const char* kStepInEpoch = "step_in_epoch";
-inline constexpr const char* kSamplesSeen = "samples_seen";
-inline constexpr const char* kGlobalStep = "global_step";
-inline constexpr const char* kSeed = "seed";
-inline constexpr const char* kWorldSize = "world_size";
-inline constexpr const char* kLossScale = "loss_scale";
-inline constexpr const char* kLossScaleGoodSteps = "loss_scale_good_steps";
-// Added within format version 1 (older files lack them; readers take the defaults).
-inline constexpr const char* kRunId = "run_id";
-inline constexpr const char* kGlobalBatch = "global_batch";
-inline constexpr const char* kRunTrainSeconds = "run_train_s";
-inline constexpr const char* kEpochLossSum = "epoch_loss_sum";
-inline constexpr const char* kEpochCorrect = "epoch_correct";
-inline constexpr const char* kEpochSamples = "epoch_samples";
-inline constexpr const char* kEpochSteps = "epoch_steps";
-inline constexpr const char* kEpochTrainSeconds = "epoch_train_s";
-inline constexpr const char* kEpochCommWaitSeconds = "epoch_comm_wait_s";
-inline constexpr const char* kRankShares = "rank_shares";  // an int64 array, one per rank
-// Attributes of /optimizer.
-inline constexpr const char* kOptimizerName = "name";
-inline constexpr const char* kOptimizerSteps = "steps";
 
 // One tensor of the model as the snapshot names it.
 struct Entry {

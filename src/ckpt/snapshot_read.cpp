@@ -10,10 +10,11 @@
 
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/error.hpp"
+#include "ddp/h5/io.hpp"
 #include "file_header.hpp"
 #include "forked_call.hpp"
-#include "ddp/h5/io.hpp"
 #include "snapshot_codec.hpp"
+#include "snapshot_fields.hpp"
 #include "snapshot_layout.hpp"
 
 namespace ddp::ckpt {
@@ -61,45 +62,18 @@ OpenFile open_image(const fs::path& path, const std::vector<char>& bytes,
   return out;
 }
 
-SnapshotMeta read_meta_from(const OpenFile& f) {
+// /meta (and /optimizer's attributes unless meta_only) through the field table.
+void read_state(const OpenFile& f, SnapshotState& state, bool meta_only) {
   if (H5Lexists(f.file, "meta", H5P_DEFAULT) <= 0)
     throw h5::Failure("no /meta group: not a ddp_train snapshot");
-  const std::string m = layout::kMeta;
-  SnapshotMeta meta;
+  SnapshotMeta& meta = state.meta;
   // The version first: a future layout may differ in everything else.
-  meta.format_version = h5::get_attr_i64(f.file, m, layout::kFormatVersion);
+  meta.format_version = h5::get_attr_i64(f.file, layout::kMeta, layout::kFormatVersion);
   if (meta.format_version != kFormatVersion)
     throw h5::Failure("format version " + std::to_string(meta.format_version) +
                       ", but this program reads version " + std::to_string(kFormatVersion));
-  meta.program_version = h5::get_attr_string(f.file, m, layout::kProgramVersion);
-  meta.position.epoch = h5::get_attr_i64(f.file, m, layout::kEpoch);
-  meta.position.step_in_epoch = h5::get_attr_i64(f.file, m, layout::kStepInEpoch);
-  meta.position.samples_seen = h5::get_attr_i64(f.file, m, layout::kSamplesSeen);
-  meta.position.global_step = h5::get_attr_i64(f.file, m, layout::kGlobalStep);
-  meta.seed = h5::get_attr_u64(f.file, m, layout::kSeed);
-  meta.world_size = h5::get_attr_i64(f.file, m, layout::kWorldSize);
-  // Added within format version 1: files written before have no loss scale (none was used).
-  if (h5::has_attr(f.file, m, layout::kLossScale)) {
-    meta.loss_scale = h5::get_attr_f64(f.file, m, layout::kLossScale);
-    meta.loss_scale_good_steps = h5::get_attr_i64(f.file, m, layout::kLossScaleGoodSteps);
-  }
-  if (h5::has_attr(f.file, m, layout::kRunId)) {
-    meta.run_id = h5::get_attr_string(f.file, m, layout::kRunId);
-    meta.global_batch = h5::get_attr_i64(f.file, m, layout::kGlobalBatch);
-    meta.run_train_s = h5::get_attr_f64(f.file, m, layout::kRunTrainSeconds);
-    EpochProgress& p = meta.epoch_progress;
-    p.loss_sum = h5::get_attr_f64(f.file, m, layout::kEpochLossSum);
-    p.correct = h5::get_attr_i64(f.file, m, layout::kEpochCorrect);
-    p.samples = h5::get_attr_i64(f.file, m, layout::kEpochSamples);
-    p.steps = h5::get_attr_i64(f.file, m, layout::kEpochSteps);
-    p.train_s = h5::get_attr_f64(f.file, m, layout::kEpochTrainSeconds);
-    p.comm_wait_s = h5::get_attr_f64(f.file, m, layout::kEpochCommWaitSeconds);
-  }
-  // Added within format version 1 with train.rank_shares: older files have none.
-  if (h5::has_attr(f.file, m, layout::kRankShares))
-    meta.rank_shares = h5::get_attr_i64s(f.file, m, layout::kRankShares);
-  meta.config_toml = h5::read_string(f.file, layout::kConfigToml, f.size);
-  meta.metrics_jsonl = h5::read_string(f.file, layout::kMetricsJsonl, f.size);
+  read_fields(f.file, layout::kMeta, state, f.size);
+  if (!meta_only) read_fields(f.file, layout::kOptimizer, state, f.size);
   // The header is outside the checksum and orders snapshots in a directory: it must agree.
   if (f.header && f.header->position != meta.position)
     throw h5::Failure("the header's training position (epoch " +
@@ -110,7 +84,6 @@ SnapshotMeta read_meta_from(const OpenFile& f) {
   if (f.header && f.header->run_id != meta.run_id)
     throw h5::Failure("the header's run id '" + f.header->run_id + "' differs from /meta's '" +
                       meta.run_id + "'");
-  return meta;
 }
 
 // Calls fn(name, path) for every dataset "<root>/<layer>/<leaf>", name = "<layer>.<leaf>".
@@ -136,8 +109,6 @@ void read_model(const OpenFile& f, Snapshot& s) {
 
 void read_optimizer(const OpenFile& f, Snapshot& s) {
   const std::string root = layout::kOptimizer;
-  s.optimizer_name = h5::get_attr_string(f.file, root, layout::kOptimizerName);
-  s.optimizer_steps = h5::get_attr_i64(f.file, root, layout::kOptimizerSteps);
   std::map<std::string, const std::vector<std::int64_t>*> shape_of;
   for (const auto& [name, shape] : s.shapes) shape_of[name] = &shape;
   for (const auto& state : h5::list_children(f.file, root)) {
@@ -158,7 +129,7 @@ Snapshot parse(const fs::path& path, const std::vector<char>& bytes,
   const OpenFile f = open_image(path, bytes, header);
   Snapshot s;
   s.source = path;
-  s.meta = read_meta_from(f);
+  read_state(f, s, meta_only);
   if (meta_only) return s;
   read_model(f, s);
   read_optimizer(f, s);

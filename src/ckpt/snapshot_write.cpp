@@ -6,9 +6,10 @@
 
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/error.hpp"
+#include "ddp/h5/io.hpp"
 #include "durable_file.hpp"
 #include "file_header.hpp"
-#include "ddp/h5/io.hpp"
+#include "snapshot_fields.hpp"
 #include "snapshot_layout.hpp"
 
 namespace ddp::ckpt {
@@ -60,12 +61,12 @@ void create_layer_groups(hid_t f, const std::string& root, const std::vector<Ent
 // half-closed file inside the library (HDF5 1.10 then crashes at exit); the bytes go out through
 // write_durably, whose errors are plain errno.
 std::vector<char> build_image(const fs::path& tmp, const std::vector<Entry>& entries,
-                              const std::vector<OptimizerState>& state,
-                              const std::string& optimizer_name, std::int64_t optimizer_steps,
-                              const SnapshotMeta& meta) {
+                              const std::vector<OptimizerState>& optimizer,
+                              const SnapshotState& state) {
+  const SnapshotMeta& meta = state.meta;
   std::size_t tensor_bytes = 0;
   for (const auto& e : entries)
-    tensor_bytes += (e.is_param ? 1 + state.size() : 1) *
+    tensor_bytes += (e.is_param ? 1 + optimizer.size() : 1) *
                     static_cast<std::size_t>(e.tensor->tensor.numel()) * sizeof(float);
   const std::size_t estimate =
       tensor_bytes + meta.config_toml.size() + meta.metrics_jsonl.size() + (std::size_t{1} << 20);
@@ -84,9 +85,8 @@ std::vector<char> build_image(const fs::path& tmp, const std::vector<Entry>& ent
                      e.tensor->tensor.data(), e.tensor->tensor.shape().dims());
 
   h5::create_group(f, layout::kOptimizer);
-  h5::set_attr_string(f, layout::kOptimizer, layout::kOptimizerName, optimizer_name);
-  h5::set_attr_i64(f, layout::kOptimizer, layout::kOptimizerSteps, optimizer_steps);
-  for (const auto& s : state) {
+  write_fields(f, layout::kOptimizer, state);
+  for (const auto& s : optimizer) {
     const std::string root = layout::join(layout::kOptimizer, s.name);
     create_layer_groups(f, root, entries, true);
     for (const auto& e : entries)
@@ -96,30 +96,7 @@ std::vector<char> build_image(const fs::path& tmp, const std::vector<Entry>& ent
   }
 
   h5::create_group(f, layout::kMeta);
-  const std::string m = layout::kMeta;
-  h5::set_attr_i64(f, m, layout::kFormatVersion, kFormatVersion);
-  h5::set_attr_string(f, m, layout::kProgramVersion, meta.program_version);
-  h5::set_attr_i64(f, m, layout::kEpoch, meta.position.epoch);
-  h5::set_attr_i64(f, m, layout::kStepInEpoch, meta.position.step_in_epoch);
-  h5::set_attr_i64(f, m, layout::kSamplesSeen, meta.position.samples_seen);
-  h5::set_attr_i64(f, m, layout::kGlobalStep, meta.position.global_step);
-  h5::set_attr_u64(f, m, layout::kSeed, meta.seed);
-  h5::set_attr_i64(f, m, layout::kWorldSize, meta.world_size);
-  h5::set_attr_f64(f, m, layout::kLossScale, meta.loss_scale);
-  h5::set_attr_i64(f, m, layout::kLossScaleGoodSteps, meta.loss_scale_good_steps);
-  h5::set_attr_string(f, m, layout::kRunId, meta.run_id);
-  h5::set_attr_i64(f, m, layout::kGlobalBatch, meta.global_batch);
-  h5::set_attr_f64(f, m, layout::kRunTrainSeconds, meta.run_train_s);
-  const EpochProgress& p = meta.epoch_progress;
-  h5::set_attr_f64(f, m, layout::kEpochLossSum, p.loss_sum);
-  h5::set_attr_i64(f, m, layout::kEpochCorrect, p.correct);
-  h5::set_attr_i64(f, m, layout::kEpochSamples, p.samples);
-  h5::set_attr_i64(f, m, layout::kEpochSteps, p.steps);
-  h5::set_attr_f64(f, m, layout::kEpochTrainSeconds, p.train_s);
-  h5::set_attr_f64(f, m, layout::kEpochCommWaitSeconds, p.comm_wait_s);
-  if (!meta.rank_shares.empty()) h5::set_attr_i64s(f, m, layout::kRankShares, meta.rank_shares);
-  h5::write_string(f, layout::kConfigToml, meta.config_toml);
-  h5::write_string(f, layout::kMetricsJsonl, meta.metrics_jsonl);
+  write_fields(f, layout::kMeta, state);
 
   h5::check(H5Fflush(f, H5F_SCOPE_GLOBAL), "flushing the file in memory");
   // The image starts at the superblock; the file reserves the user block in front of it (its
@@ -144,7 +121,9 @@ void write_snapshot(const fs::path& file, const nn::Model& model, optim::Optimiz
   // Everything that can be refused without touching the disk comes first.
   const std::vector<Entry> entries = layout::model_entries(model);
   for (const auto& e : entries) check_host(e.tensor->tensor, e.name);
-  const std::vector<OptimizerState> state = optimizer_state(opt, entries);
+  const std::vector<OptimizerState> optimizer = optimizer_state(opt, entries);
+  SnapshotState state{meta, optimizer_name, opt.steps_taken()};
+  state.meta.format_version = kFormatVersion;
 
   const fs::path tmp = temp_path_for(file);
   auto failure = [&](const std::string& why) {
@@ -158,7 +137,7 @@ void write_snapshot(const fs::path& file, const nn::Model& model, optim::Optimiz
     std::vector<char> image;
     {
       h5::QuietErrors quiet;
-      image = build_image(tmp, entries, state, optimizer_name, opt.steps_taken(), meta);
+      image = build_image(tmp, entries, optimizer, state);
     }
     const std::string error = write_durably(tmp, image.data(), image.size());
     if (!error.empty()) throw failure(error);

@@ -6,6 +6,8 @@
 #include <map>
 
 #include "ddp/data/pack_source.hpp"
+#include "ddp/data/sample_set.hpp"
+#include "ddp/data/utf8_names.hpp"
 #include "ddp/error.hpp"
 #include "file_io.hpp"
 
@@ -72,6 +74,8 @@ CsvList parse_csv_list(std::string_view text, const std::string& name) {
   };
   std::vector<Raw> raw;
   std::int64_t line_no = 0;
+  // A byte-order mark (spreadsheets write one when saving "CSV UTF-8") is not part of the text.
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   for (std::size_t at = 0; at <= text.size();) {
     const std::size_t end = std::min(text.find('\n', at), text.size());
     const std::string_view line = text.substr(at, end - at);
@@ -101,8 +105,16 @@ CsvList parse_csv_list(std::string_view text, const std::string& name) {
   const auto first_name =
       std::find_if(raw.begin(), raw.end(), [](const Raw& r) { return !is_index(r.label); });
   if (first_name == raw.end()) {
-    std::int64_t max = 0;
-    for (const Raw& r : raw) max = std::max<std::int64_t>(max, std::stoll(r.label));
+    // Indices name classes 0..max: bound max before making that many names.
+    const Raw* top = &raw.front();
+    for (const Raw& r : raw)
+      if (std::stoll(r.label) > std::stoll(top->label)) top = &r;
+    const std::int64_t max = std::stoll(top->label);
+    if (max >= kMaxClasses)
+      throw DataError(name + " line " + std::to_string(top->line) + ": label " + top->label +
+                      " would make " + std::to_string(max + 1) + " classes (0.." + top->label +
+                      "); a packed file holds at most " + std::to_string(kMaxClasses) +
+                      " (2^24) classes, numbered from 0");
     for (std::int64_t k = 0; k <= max; ++k) out.classes.push_back(std::to_string(k));
     for (Raw& r : raw)
       out.rows.push_back(
@@ -117,8 +129,17 @@ CsvList parse_csv_list(std::string_view text, const std::string& name) {
                       "' is a number, but line " + std::to_string(first_name->line) + "'s label '" +
                       first_name->label +
                       "' is a class name; use class names or class indices throughout");
+    if (!is_valid_utf8(r.label))
+      throw DataError(name + " line " + std::to_string(r.line) + ": label '" +
+                      escape_bytes(r.label) +
+                      "' is not valid UTF-8; class names are written as text (metrics, reports, "
+                      "TensorBoard): save the list as UTF-8 (e.g. iconv -f latin1 -t utf-8)");
     index.emplace(r.label, 0);
   }
+  if (index.size() > static_cast<std::size_t>(kMaxClasses))
+    throw DataError(name + ": " + std::to_string(index.size()) +
+                    " distinct class names; a packed file holds at most " +
+                    std::to_string(kMaxClasses) + " (2^24) classes");
   for (auto& [label, k] : index) {
     k = static_cast<std::int32_t>(out.classes.size());
     out.classes.push_back(label);

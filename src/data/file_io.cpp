@@ -15,6 +15,17 @@ namespace ddp::data::detail {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// A path that names a symbolic-link loop is not "missing": say what it is.
+void refuse_link_loop(const fs::path& p, const std::error_code& ec, std::string_view expected) {
+  if (ec.value() == ELOOP)
+    throw DataError(quoted(p) + ": a symbolic link loop (too many levels of symbolic links); " +
+                    "expected " + std::string(expected));
+}
+
+}  // namespace
+
 std::string quoted(const fs::path& p) {
   std::error_code ec;
   fs::path abs = fs::absolute(p, ec);
@@ -43,6 +54,7 @@ std::string missing_root_advice(const fs::path& root) {
 void require_directory(const fs::path& dir, std::string_view dataset, std::string_view expected) {
   std::error_code ec;
   const fs::file_status st = fs::status(dir, ec);
+  refuse_link_loop(dir, ec, expected);
   if (!fs::exists(st)) {
     throw DataError(std::string(dataset) + " directory " + quoted(dir) +
                     " does not exist; expected " + std::string(expected) + " there" +
@@ -58,6 +70,7 @@ void require_directory(const fs::path& dir, std::string_view dataset, std::strin
 std::uint64_t regular_file_size(const fs::path& file, std::string_view expected) {
   std::error_code ec;
   const fs::file_status st = fs::status(file, ec);
+  refuse_link_loop(file, ec, expected);
   if (!fs::exists(st)) {
     throw DataError(quoted(file) + ": no such file; expected " + std::string(expected));
   }
@@ -224,8 +237,10 @@ std::vector<std::uint8_t> read_maybe_gzip(const fs::path& file, std::string_view
 std::optional<fs::path> raw_or_gzip(const fs::path& raw, std::string_view expected) {
   fs::path gz = raw;
   gz += ".gz";
-  std::error_code ec;
-  const bool has_raw = fs::exists(raw, ec), has_gz = fs::exists(gz, ec);
+  std::error_code ec_raw, ec_gz;
+  const bool has_raw = fs::exists(raw, ec_raw), has_gz = fs::exists(gz, ec_gz);
+  refuse_link_loop(raw, ec_raw, expected);
+  refuse_link_loop(gz, ec_gz, expected);
   if (!has_raw && !has_gz) return std::nullopt;
   if (!has_gz) return raw;
   if (!has_raw) return gz;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "ddp/data/pack_source.hpp"
+#include "ddp/data/sample_set.hpp"
 #include "ddp/error.hpp"
 #include "file_io.hpp"
 
@@ -125,6 +126,12 @@ std::vector<std::int32_t> npy_int_labels(std::span<const std::uint8_t> b, const 
     if (v < 0 || v > std::numeric_limits<std::int32_t>::max())
       throw DataError(name + ": label " + std::to_string(v) + " at index " + std::to_string(i) +
                       " is out of range; labels are class indices 0, 1, ...");
+    // Indices name classes 0..max: bound them before anything makes that many names.
+    if (v >= kMaxClasses)
+      throw DataError(name + ": label " + std::to_string(v) + " at index " + std::to_string(i) +
+                      " would make " + std::to_string(v + 1) + " classes; a packed file holds " +
+                      "at most " + std::to_string(kMaxClasses) +
+                      " (2^24) classes, numbered from 0");
     out[i] = static_cast<std::int32_t>(v);
   }
   return out;

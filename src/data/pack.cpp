@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -12,8 +14,12 @@
 #include "ddp/data/image_resize.hpp"
 #include "ddp/data/pack_source.hpp"
 #include "ddp/data/packed_writer.hpp"
+#include "ddp/data/sample_set.hpp"
+#include "ddp/data/utf8_names.hpp"
 #include "ddp/error.hpp"
+#include "ddp/rng.hpp"
 #include "file_io.hpp"
+#include "pack_temporaries.hpp"
 
 namespace ddp::data {
 
@@ -27,6 +33,7 @@ struct Prepared {
   std::optional<Image> image;                        // raw: the pixels to store
   std::vector<std::uint8_t> bytes;                   // encoded: the file's bytes
   std::int64_t channels = 0, height = 0, width = 0;  // as decoded
+  bool converted = false;                            // a grey image converted to RGB
   std::string error;  // a DataError's message: skippable with --skip-bad
 };
 
@@ -51,10 +58,10 @@ class Preparer {
       if (src_.is_files()) {
         const SourceFile& f = src_.files[static_cast<std::size_t>(i)];
         name = detail::quoted(f.path);
-        const std::uint64_t size = detail::regular_file_size(f.path, "a JPEG or PNG image");
+        const std::uint64_t size = detail::regular_file_size(f.path, "an image file");
         p.bytes.resize(static_cast<std::size_t>(size));
         detail::read_exact(f.path, p.bytes.data(), size);
-        img = decode_image(p.bytes, name, shape_.channels);
+        img = decode_image(p.bytes, name, shape_.channels, &p.converted);
       } else {
         name = src_.description + " sample " + std::to_string(i);
         const std::int64_t bytes = src_.channels * src_.height * src_.width;
@@ -168,32 +175,108 @@ void run_ordered(const Preparer& prep, std::int64_t first, std::int64_t n, int t
 
 }  // namespace
 
-PackSummary pack(const PackOptions& opt) {
-  const auto t0 = std::chrono::steady_clock::now();
+std::vector<bool> validation_split(const std::vector<std::int32_t>& labels, double fraction,
+                                   std::uint64_t seed) {
+  std::map<std::int32_t, std::vector<std::size_t>> by_class;
+  for (std::size_t i = 0; i < labels.size(); ++i) by_class[labels[i]].push_back(i);
+  std::vector<bool> val(labels.size(), false);
+  for (auto& [label, members] : by_class) {
+    const auto n = static_cast<std::int64_t>(members.size());
+    const std::int64_t k =
+        std::min(n - 1, static_cast<std::int64_t>(std::llround(fraction * static_cast<double>(n))));
+    // A seeded shuffle of the class: its samples ordered by a hash of their index.
+    const auto key = [&](std::size_t i) { return hash_words(seed, 0x5917, i); };
+    std::partial_sort(members.begin(), members.begin() + std::max<std::int64_t>(k, 0),
+                      members.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+    for (std::int64_t j = 0; j < k; ++j) val[members[static_cast<std::size_t>(j)]] = true;
+  }
+  return val;
+}
+
+namespace {
+
+// The checks that need only the options, before anything is read.
+void check_options(const PackOptions& opt) {
   if (opt.height < 0 || opt.width < 0 || (opt.height == 0) != (opt.width == 0))
     throw ConfigError("pack --size: expected HxW with positive height and width");
+  if (opt.height * opt.width > kMaxPackPixels)
+    throw ConfigError("pack --size " + std::to_string(opt.height) + "x" +
+                      std::to_string(opt.width) + ": " + std::to_string(opt.height * opt.width) +
+                      " pixels per image, more than the " + std::to_string(kMaxPackPixels) +
+                      " (2^28, e.g. 16384x16384) an image may have");
   if (opt.height > 0 && opt.encoding == Encoding::encoded)
     throw ConfigError(
         "pack --size applies to --encoding raw; --encoding encoded keeps each "
         "file's original bytes (and size)");
   if (opt.channels != 0 && opt.channels != 1 && opt.channels != 3)
     throw ConfigError("pack --channels " + std::to_string(opt.channels) + ": expected 1 or 3");
-  const PackSource src = load_pack_source(opt.format, opt.input, opt.split);
+  if (!(opt.val_fraction >= 0 && opt.val_fraction < 1))
+    throw ConfigError("pack --val-fraction " + std::to_string(opt.val_fraction) +
+                      ": expected a fraction in [0, 1), e.g. 0.1");
+  for (const fs::path* out : {&opt.output, &opt.val_output}) {
+    if (out->empty()) continue;
+    if (fs::exists(*out) && fs::is_directory(*out))
+      throw ConfigError("pack --" + std::string(out == &opt.output ? "output " : "val-output ") +
+                        detail::quoted(*out) + " is a directory; give a file name (e.g. " +
+                        (out == &opt.output ? "train.h5" : "val.h5") + ")");
+  }
+  if (opt.val_fraction > 0 && fs::absolute(opt.output).lexically_normal() ==
+                                  fs::absolute(opt.val_output).lexically_normal())
+    throw ConfigError("pack --val-output " + detail::quoted(opt.val_output) +
+                      " is the --output file; give the validation split a name of its own");
+}
+
+// What a packed file may hold, whatever the source: bounded class counts and text names.
+void check_classes(const PackSource& src) {
+  if (src.classes.size() > static_cast<std::size_t>(kMaxClasses))
+    throw DataError(src.description + ": " + std::to_string(src.classes.size()) +
+                    " classes; a packed file holds at most " + std::to_string(kMaxClasses) +
+                    " (2^24)");
+  for (const std::string& c : src.classes)
+    if (!is_valid_utf8(c))
+      throw DataError(src.description + ": class name '" + escape_bytes(c) +
+                      "' is not valid UTF-8; class names are written as text (metrics, "
+                      "reports, TensorBoard)");
+}
+
+}  // namespace
+
+PackSummary pack(const PackOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  check_options(opt);
+  const auto cancelled = [&] { return opt.cancelled && opt.cancelled(); };
+  const PackSource src = load_pack_source(opt.format, opt.input, opt.split, cancelled);
   if (!src.is_files() && opt.encoding == Encoding::encoded)
     throw ConfigError("pack --format " + opt.format +
                       " --encoding encoded: encoded keeps each sample's original JPEG/PNG file, "
                       "and arrays have none; use --encoding raw");
+  check_classes(src);
   const std::int64_t n = src.size();
   if (n == 0) throw DataError(src.description + ": no samples to pack");
-  if (fs::exists(opt.output) && fs::is_directory(opt.output))
-    throw ConfigError("pack --output " + detail::quoted(opt.output) +
-                      " is a directory; give a file name (e.g. train.h5)");
 
   PackSummary sum;
+  sum.notes = src.notes;
+  const auto label_of = [&](std::int64_t i) {
+    return src.is_files() ? src.files[static_cast<std::size_t>(i)].label
+                          : src.labels[static_cast<std::size_t>(i)];
+  };
+  const bool split = opt.val_fraction > 0;
+  std::vector<bool> is_val;
+  std::int64_t n_val = 0;
+  if (split) {
+    std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) labels[static_cast<std::size_t>(i)] = label_of(i);
+    is_val = validation_split(labels, opt.val_fraction, opt.seed);
+    n_val = std::count(is_val.begin(), is_val.end(), true);
+    if (n_val == 0)
+      throw ConfigError("pack --val-fraction " + std::to_string(opt.val_fraction) +
+                        " takes no sample of " + src.description +
+                        " for validation (too few per class); raise it");
+  }
+
   Preparer prep(src, opt);
   SetShape shape{opt.channels, opt.height, opt.width};
   prep.fix_shape(shape);
-  const auto cancelled = [&] { return opt.cancelled && opt.cancelled(); };
   const auto check_cancel = [&] {
     if (cancelled())
       throw DataError("pack interrupted by a signal; no file was written under " +
@@ -221,7 +304,7 @@ PackSummary pack(const PackOptions& opt) {
   h.encoding = opt.encoding;
   h.source = src.description;
   h.classes = src.classes;
-  h.samples = n;
+  h.samples = n - n_val;
   if (opt.encoding == Encoding::encoded) {
     std::uint64_t total = 0;
     for (const SourceFile& f : src.files) {
@@ -241,34 +324,58 @@ PackSummary pack(const PackOptions& opt) {
   h.height = shape.height;
   h.width = shape.width;
 
+  // A pack killed before it could clean up left its temporary file: remove those of dead packs.
+  for (const fs::path* out : {&opt.output, &opt.val_output})
+    if (!out->empty() && (split || out == &opt.output))
+      for (std::string& gone : detail::remove_stale_temporaries(*out))
+        sum.removed_temporaries.push_back(std::move(gone));
+
+  std::optional<PackedWriter> val_writer;
+  if (split) {
+    h.split = "train";
+    h.split_fraction = opt.val_fraction;
+    h.split_seed = opt.seed;
+    packed::Header vh = h;
+    vh.split = "validation";
+    vh.samples = n_val;
+    val_writer.emplace(opt.val_output, vh);
+  }
   PackedWriter writer(opt.output, h);
-  const auto label_of = [&](std::int64_t i) {
-    return src.is_files() ? src.files[static_cast<std::size_t>(i)].label
-                          : src.labels[static_cast<std::size_t>(i)];
-  };
   const auto write = [&](std::int64_t i, Prepared& p) {
+    PackedWriter& w = split && is_val[static_cast<std::size_t>(i)] ? *val_writer : writer;
+    if (p.converted) ++sum.converted;
     if (p.image)
-      writer.add(p.image->pixels, label_of(i), p.image->height, p.image->width);
+      w.add(p.image->pixels, label_of(i), p.image->height, p.image->width);
     else
-      writer.add(p.bytes, label_of(i), p.height, p.width);
+      w.add(p.bytes, label_of(i), p.height, p.width);
   };
   write(first - 1, *head);
+  // Prepared raw images wait in a window ahead of the writer: bound its memory (~512 MiB) for
+  // large images, and keep every thread busy for small ones.
+  const std::int64_t image_bytes =
+      head->image ? std::max<std::int64_t>(1, static_cast<std::int64_t>(head->image->pixels.size()))
+                  : 1;
   head.reset();
   if (opt.progress) opt.progress(first, n);
 
-  const int threads = std::max(
+  int threads = std::max(
       1, opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()));
-  run_ordered(prep, first, n, threads, std::int64_t{4} * threads + 4,
-              [&](std::int64_t i, Prepared& p) {
-                check_cancel();
-                if (p.error.empty())
-                  write(i, p);
-                else
-                  reject(p.error);
-                if (opt.progress) opt.progress(i + 1, n);
-              });
+  const std::int64_t window = std::clamp<std::int64_t>((std::int64_t{512} << 20) / image_bytes, 2,
+                                                       std::int64_t{4} * threads + 4);
+  threads = static_cast<int>(std::min<std::int64_t>(threads, window));
+  run_ordered(prep, first, n, threads, window, [&](std::int64_t i, Prepared& p) {
+    check_cancel();
+    if (p.error.empty())
+      write(i, p);
+    else
+      reject(p.error);
+    if (opt.progress) opt.progress(i + 1, n);
+  });
   check_cancel();
-  writer.commit();
+  writer.finish();
+  if (val_writer) val_writer->finish();
+  writer.publish();
+  if (val_writer) val_writer->publish();
 
   sum.samples = writer.samples();
   sum.classes = static_cast<std::int64_t>(src.classes.size());
@@ -279,6 +386,11 @@ PackSummary pack(const PackOptions& opt) {
   sum.payload_bytes = writer.payload_bytes();
   std::error_code ec;
   sum.file_bytes = fs::file_size(opt.output, ec);
+  if (val_writer) {
+    sum.val_samples = val_writer->samples();
+    sum.payload_bytes += val_writer->payload_bytes();
+    sum.val_file_bytes = fs::file_size(opt.val_output, ec);
+  }
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return sum;
 }

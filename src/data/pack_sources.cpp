@@ -62,8 +62,9 @@ PackSource load_builtin(const std::string& format, const fs::path& root, Split s
   return src;
 }
 
-PackSource load_pack_source(const std::string& format, const std::string& input, Split split) {
-  if (format == "imagefolder") return list_image_folder(input);
+PackSource load_pack_source(const std::string& format, const std::string& input, Split split,
+                            const std::function<bool()>& cancelled) {
+  if (format == "imagefolder") return list_image_folder(input, cancelled);
   if (format == "csv") return list_csv(input);
   if (format == "npy") {
     const auto comma = input.find(',');

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "ddp/data/sample_set.hpp"
+#include "ddp/data/utf8_names.hpp"
 #include "ddp/error.hpp"
 #include "ddp/h5/io.hpp"
 #include "file_io.hpp"
@@ -55,8 +57,12 @@ namespace {
 
 std::vector<std::string> read_classes(hid_t f, const std::filesystem::path& file) {
   const auto dims = detail::dims_of(f, file, kClasses);
-  if (dims.size() != 1 || dims[0] == 0 || dims[0] > (1u << 24))
+  if (dims.size() != 1 || dims[0] == 0)
     throw DataError(quoted(file) + ": dataset classes must be a non-empty list of names");
+  if (dims[0] > static_cast<std::uint64_t>(kMaxClasses))
+    throw DataError(quoted(file) + ": dataset classes names " + std::to_string(dims[0]) +
+                    " classes; a packed file holds at most " + std::to_string(kMaxClasses) +
+                    " (2^24)");
   h5::Dataset d(H5Dopen2(f, kClasses, H5P_DEFAULT));
   h5::Datatype t(H5Dget_type(d));
   if (H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) <= 0)
@@ -69,6 +75,15 @@ std::vector<std::string> read_classes(hid_t f, const std::filesystem::path& file
   for (char* s : names) out.emplace_back(s ? s : "");
   h5::Dataspace space(H5Dget_space(d));
   H5Dvlen_reclaim(mem, space, H5P_DEFAULT, names.data());
+  // Checked here, when the file is opened: metrics (JSON) would refuse such a name only after an
+  // epoch's work (files packed before pack refused them).
+  for (std::size_t k = 0; k < out.size(); ++k)
+    if (!is_valid_utf8(out[k]))
+      throw DataError(quoted(file) + ": class " + std::to_string(k) + " is named '" +
+                      escape_bytes(out[k]) +
+                      "', which is not valid UTF-8; class names are written as text (metrics, "
+                      "reports, TensorBoard): rename the class folder (or the CSV label) to "
+                      "UTF-8 and pack it again");
   return out;
 }
 
@@ -107,6 +122,11 @@ Header read_header(const std::filesystem::path& file) {
       h.chunk_bytes = h5::get_attr_i64(f, "/", "chunk_bytes");
       h.offsets_crc32 = static_cast<std::uint32_t>(h5::get_attr_u64(f, "/", "offsets_crc32"));
     }
+    if (h5::has_attr(f, "/", "split")) {
+      h.split = h5::get_attr_string(f, "/", "split");
+      h.split_fraction = h5::get_attr_f64(f, "/", "split_fraction");
+      h.split_seed = h5::get_attr_u64(f, "/", "split_seed");
+    }
   } catch (const h5::Failure& e) {
     throw DataError(quoted(file) + ": " + e.what() + "; the file is not a complete packed dataset");
   }
@@ -125,6 +145,12 @@ Header read_header(const std::filesystem::path& file) {
     throw bad("samples_per_chunk = " + std::to_string(h.samples_per_chunk));
   if (h.encoding == Encoding::encoded && h.chunk_bytes < 1)
     throw bad("chunk_bytes = " + std::to_string(h.chunk_bytes));
+  // Every reader sizes its arrays by `samples`: it must be the labels' count before anything does.
+  const auto label_dims = detail::dims_of(f, file, kLabels);
+  if (label_dims.size() != 1 || label_dims[0] != static_cast<std::uint64_t>(h.samples))
+    throw bad("attribute samples = " + std::to_string(h.samples) + ", but dataset /labels holds " +
+              (label_dims.size() == 1 ? std::to_string(label_dims[0]) + " labels"
+                                      : std::to_string(label_dims.size()) + " dimensions"));
   h.classes = read_classes(f, file);
   return h;
 }

@@ -1,13 +1,19 @@
 #include "ddp/data/packed_writer.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "ddp/error.hpp"
 #include "ddp/h5/io.hpp"
 #include "ddp/io/durable_file.hpp"
 #include "file_io.hpp"
+#include "pack_temporaries.hpp"
 #include "packed_h5.hpp"
 
 namespace ddp::data {
@@ -19,15 +25,17 @@ struct PackedWriter::State {
   fs::path output, tmp;
   Header h;
   h5::File file;
-  h5::Dataset pixels;                // images (raw) or encoded
-  std::vector<std::uint8_t> buffer;  // the chunk being filled
-  std::int64_t buffered = 0;         // samples in buffer (raw)
-  std::uint64_t written = 0;         // rows (raw: samples, encoded: bytes) already in the file
+  std::optional<data::detail::TemporaryLock> lock;  // tells other packs the temporary is in use
+  h5::Dataset pixels;                               // images (raw) or encoded
+  std::vector<std::uint8_t> buffer;                 // the chunk being filled
+  std::int64_t buffered = 0;                        // samples in buffer (raw)
+  std::uint64_t written = 0;  // rows (raw: samples, encoded: bytes) already in the file
   std::uint64_t payload = 0;
   std::vector<std::int32_t> labels;
   std::vector<std::uint64_t> offsets{0};
   std::vector<std::uint32_t> crcs;
   std::int64_t first_h = -1, first_w = -1;
+  std::uint64_t reserved = 0;  // the file's blocks [0, reserved) are allocated
   bool mixed_sizes = false, committed = false;
 
   [[noreturn]] void fail(const std::string& what) const {
@@ -37,8 +45,22 @@ struct PackedWriter::State {
     if (status < 0) fail(what + " failed (" + h5::last_error() + ")");
   }
 
+  // Allocates the disk blocks for `bytes` more (and some metadata) before HDF5 writes them, so
+  // that a full disk fails here, in our hands, and never inside HDF5 (see discard()).
+  void reserve(std::uint64_t bytes, const std::string& what) {
+    hsize_t size = 0;
+    check(H5Fget_filesize(file, &size), "sizing the file");
+    constexpr std::uint64_t kMetadataMargin = std::uint64_t{64} << 10;
+    const std::uint64_t end = size + bytes + kMetadataMargin;
+    if (end <= reserved) return;
+    const int err = lock->reserve(reserved, end - reserved);
+    if (err == ENOSPC || err == EDQUOT) fail(what + " failed (" + io::errno_text(err) + ")");
+    if (err == 0) reserved = end;
+  }
+
   // Appends rows [0, rows) of buffer to the pixel dataset and records the chunk's CRC.
   void write_chunk(const std::uint8_t* data, std::uint64_t rows, std::size_t bytes) {
+    reserve(bytes, "writing a chunk");
     const bool raw = h.encoding == Encoding::raw;
     const std::vector<hsize_t> dims =
         raw ? std::vector<hsize_t>{written + rows, hsize_t(h.channels), hsize_t(h.height),
@@ -64,9 +86,31 @@ struct PackedWriter::State {
     buffered = 0;
   }
 
+  // Closes an abandoned file (an error, an interruption, a full disk) without writing it. HDF5
+  // 1.10 frees a dataset or file whose close fails to write its cached data (no space left) but
+  // keeps its id, and the library's exit-time cleanup then crashes on it (H5F__close_cb); a
+  // write that fails for want of space also leaks its buffers, and the exit-time cleanup then
+  // ends in "HDF5: infinite loop closing library". reserve() keeps HDF5 from meeting a full disk
+  // where the file system can reserve blocks; here, what the close still writes goes to an
+  // anonymous memory file instead, so the close succeeds. The temporary file is removed anyway.
+  void discard() {
+    int* fd = nullptr;
+    if (file.valid() && H5Fget_vfd_handle(file, H5P_DEFAULT, reinterpret_cast<void**>(&fd)) >= 0 &&
+        fd != nullptr && *fd >= 0) {
+      const int sink = ::memfd_create("ddp_pack_discarded", MFD_CLOEXEC);
+      if (sink >= 0) {
+        ::dup3(sink, *fd, O_CLOEXEC);
+        ::close(sink);
+      }
+    }
+    pixels.close();
+    file.close();
+  }
+
   template <typename T>
   void write_1d(const char* path, hid_t file_type, hid_t mem_type, const std::vector<T>& v) {
     const hsize_t n = v.size();
+    reserve(n * sizeof(T), std::string("writing ") + path);
     h5::Dataspace s(H5Screate_simple(1, &n, nullptr));
     h5::Dataset d(H5Dcreate2(file, path, file_type, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     if (!d.valid()) fail(std::string("creating ") + path + " failed (" + h5::last_error() + ")");
@@ -95,6 +139,7 @@ PackedWriter::PackedWriter(fs::path output, Header h) : s_(std::make_unique<Stat
   s.file = h5::File(H5Fcreate(s.tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
   if (!s.file.valid())
     s.fail("cannot create " + data::detail::quoted(s.tmp) + " (" + h5::last_error() + ")");
+  s.lock.emplace(s.tmp);
   const std::vector<hsize_t> dims =
       raw ? std::vector<hsize_t>{0, hsize_t(s.h.channels), hsize_t(s.h.height), hsize_t(s.h.width)}
           : std::vector<hsize_t>{0};
@@ -105,16 +150,19 @@ PackedWriter::PackedWriter(fs::path output, Header h) : s_(std::make_unique<Stat
   h5::PropList dcpl(H5Pcreate(H5P_DATASET_CREATE));
   s.check(H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data()),
           "setting the chunk size");
-  s.pixels = h5::Dataset(H5Dcreate2(s.file, raw ? kImages : kEncoded, H5T_STD_U8LE, space,
-                                    H5P_DEFAULT, dcpl, H5P_DEFAULT));
+  // No chunk cache: each chunk is written whole (buffered here) by the H5Dwrite that adds it, so
+  // a full disk fails that write rather than the close (see discard()).
+  h5::PropList dapl(H5Pcreate(H5P_DATASET_ACCESS));
+  s.check(H5Pset_chunk_cache(dapl, 0, 0, 1.0), "setting the chunk cache");
+  s.pixels = h5::Dataset(
+      H5Dcreate2(s.file, raw ? kImages : kEncoded, H5T_STD_U8LE, space, H5P_DEFAULT, dcpl, dapl));
   if (!s.pixels.valid()) s.fail("creating the pixel dataset failed (" + h5::last_error() + ")");
 }
 
 PackedWriter::~PackedWriter() {
   if (s_->committed) return;
   const h5::QuietErrors quiet;
-  s_->pixels.close();
-  s_->file.close();
+  s_->discard();
   std::error_code ignored;
   fs::remove(s_->tmp, ignored);
 }
@@ -152,6 +200,11 @@ void PackedWriter::add(std::span<const std::uint8_t> data, std::int32_t label, s
 }
 
 void PackedWriter::commit() {
+  finish();
+  publish();
+}
+
+void PackedWriter::finish() {
   State& s = *s_;
   const h5::QuietErrors quiet;
   if (s.labels.empty()) s.fail("no samples to pack");
@@ -203,12 +256,24 @@ void PackedWriter::commit() {
       h5::set_attr_i64(s.file, "/", "chunk_bytes", s.h.chunk_bytes);
       h5::set_attr_u64(s.file, "/", "offsets_crc32", crc32_of(bytes_of(s.offsets)));
     }
+    if (!s.h.split.empty()) {
+      h5::set_attr_string(s.file, "/", "split", s.h.split);
+      h5::set_attr_f64(s.file, "/", "split_fraction", s.h.split_fraction);
+      h5::set_attr_u64(s.file, "/", "split_seed", s.h.split_seed);
+    }
   } catch (const h5::Failure& e) {
     s.fail(e.what());
   }
+  // The close writes the cached metadata: into blocks reserved first (see discard()).
+  s.reserve(0, "closing the file");
   s.pixels.close();
   if (s.file.close() < 0) s.fail("closing the file failed (" + h5::last_error() + ")");
+  s.lock->release_unused();
   if (const int err = io::fsync_path(s.tmp)) s.fail("fsync: " + io::errno_text(err));
+}
+
+void PackedWriter::publish() {
+  State& s = *s_;
   std::error_code ec;
   fs::rename(s.tmp, s.output, ec);
   if (ec) s.fail("renaming " + data::detail::quoted(s.tmp) + " into place: " + ec.message());

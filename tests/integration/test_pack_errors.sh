@@ -33,8 +33,8 @@ train_fails() {  # train_fails WHAT PATTERN TRAIN_FILE [ARGS...]
 }
 
 pack_fails "corrupt JPEG" "corrupt/b/2.jpg': corrupt JPEG" --format imagefolder --input "$D/corrupt"
-pack_fails "grey image in an RGB set" "grey/b/1.png': a grey image in an RGB set" \
-  --format imagefolder --input "$D/grey"
+pack_fails "colour image in a grey set" "good/a/0.png': a colour image in a grey set.*--channels 3" \
+  --format imagefolder --input "$D/good" --channels 1
 pack_fails "empty class folder" "empty/c'.*class folder 'c' holds no" --format imagefolder --input "$D/empty"
 pack_fails "size mismatch under raw" "sizes/b/3.png': image size 40x40.*--size" \
   --format imagefolder --input "$D/sizes"
@@ -43,6 +43,12 @@ pack_fails "CSV: missing file" "good/b/nothing.png': no such file.*line 4 of '.*
 pack_fails "CSV: bad label" "list_label.csv' line 4: the label is empty" --format csv --input "$D/list_label.csv"
 pack_fails "CSV: wrong column count" "list_columns.csv' line 4: expected 2 columns \(path,label\), found 3" \
   --format csv --input "$D/list_columns.csv"
+
+# A grey image in an RGB set is converted (as torchvision's ImageFolder converts it) and counted.
+"$BIN" pack --format imagefolder --input "$D/grey" --output "$WORK/grey.h5" > "$WORK/log" 2>&1 \
+  || { cat "$WORK/log"; fail "a grey image in an RGB set was not converted"; }
+grep -q "packed 8 samples.*converted 1 grey image(s) to RGB" "$WORK/log" \
+  || { cat "$WORK/log"; fail "the conversion is not counted"; }
 
 # --skip-bad: the corrupt file is listed, the rest packed.
 "$BIN" pack --format imagefolder --input "$D/corrupt" --output "$WORK/skipped.h5" --skip-bad > "$WORK/log" 2>&1 \

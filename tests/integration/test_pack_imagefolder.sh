@@ -7,6 +7,7 @@
 # one (the reader decodes to the same pixels).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pack/find_python.sh"
+source "$(dirname "$0")/pack/same_training.sh"
 find_python PIL h5py numpy torchvision
 T=$SRC/tests/integration/pack
 "$PY" "$T/make_folder.py" "$WORK/folder"
@@ -21,14 +22,7 @@ pack encoded --format imagefolder --input "$WORK/folder" --encoding encoded
 "$PY" "$T/check_folder.py" "$WORK/folder" "$WORK/encoded.h5" encoded \
   || fail "encoded pack differs from torchvision's order or the files' bytes"
 
-common=(--model.preset lenet --train.epochs 1 --train.batch_size 8 --runtime.threads 2
-        --data.dataset packed --train.seed 3)
-for enc in raw encoded; do
-  "$BIN" "${common[@]}" --data.train_file "$WORK/$enc.h5" --data.test_file "$WORK/$enc.h5" \
-    --run-dir "$WORK/run_$enc" > "$WORK/run_$enc.log" 2>&1 || { cat "$WORK/run_$enc.log"; fail "training from $enc failed"; }
-done
-"$PY" "$T/same_weights.py" "$WORK/run_raw/snapshot_e0001.h5" "$WORK/run_encoded/snapshot_e0001.h5" \
-  || fail "training from the encoded pack differs from training from the raw pack"
+same_training_raw_encoded 8
 
 "$PY" "$T/make_folder.py" "$WORK/mixed" mixed
 pack resized --format imagefolder --input "$WORK/mixed" --size 24x28

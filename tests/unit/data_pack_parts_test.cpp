@@ -65,6 +65,27 @@ TEST(PackCsv, ErrorsNameTheLine) {
             std::string::npos);
 }
 
+TEST(PackCsv, ByteOrderMarkIsNotText) {
+  const auto l = parse_csv_list("\xEF\xBB\xBFpath,label\na.png,dog\n", "L");
+  ASSERT_EQ(l.rows.size(), 1u);
+  EXPECT_EQ(l.rows[0].path, "a.png");
+  EXPECT_EQ(l.rows[0].line, 2);
+}
+
+TEST(PackCsv, ClassCountAndNamesBounded) {
+  // The largest index names the row; at most 2^24 classes (indices 0..16777215).
+  EXPECT_NE(error_of([] {
+              parse_csv_list("a.png,0\nb.png,999999999\nc.png,5\n", "L");
+            }).find("L line 2: label 999999999 would make 1000000000 classes"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_csv_list("a.png,16777216\n", "L"); }).find("at most 16777216"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_csv_list("a.png,tea\nb.png,caf\xe9\n", "L");
+            }).find("L line 2: label 'caf\\xe9' is not valid UTF-8"),
+            std::string::npos);
+}
+
 // A .npy file as numpy.save writes it (format 1.0, header padded to a multiple of 64).
 std::vector<std::uint8_t> npy(const std::string& descr, const std::string& shape,
                               const std::vector<std::uint8_t>& data, int major = 1) {
@@ -110,6 +131,15 @@ TEST(PackNpy, LabelsOfAnyIntegerType) {
   EXPECT_NE(
       error_of([&] { npy_int_labels(b, parse_npy_header(b, "x"), "x"); }).find("integer dtype"),
       std::string::npos);
+}
+
+TEST(PackNpy, LabelsBoundedToTheClassLimit) {
+  // int32 little-endian 0, 200000000 (0x0BEBC200): index 1 named, before any class name is made.
+  const auto b = npy("<i4", "(2,)", {0, 0, 0, 0, 0x00, 0xC2, 0xEB, 0x0B});
+  EXPECT_NE(error_of([&] {
+              npy_int_labels(b, parse_npy_header(b, "x"), "x");
+            }).find("x: label 200000000 at index 1 would make 200000001 classes"),
+            std::string::npos);
 }
 
 TEST(PackNpy, RefusesWhatIsNotNpy) {

@@ -65,6 +65,16 @@ struct SnapshotMeta {
   // batch (train.rank_shares), one per rank of world_size; empty in files written before.
   std::vector<std::int64_t> rank_shares;
   std::int64_t format_version = kFormatVersion;  // as read; writing always writes kFormatVersion
+  std::string init_from;  // the weights file the run started from (train.init), "" for none
+};
+
+// Everything a snapshot holds besides its tensors. Each member is one row of the field table
+// (src/ckpt/snapshot_fields.cpp), which the HDF5 writer and reader, the codec, inspect and the
+// resume broadcast all go through: a new field is a member here and a row there.
+struct SnapshotState {
+  SnapshotMeta meta;                 // the attributes and texts of /meta
+  std::string optimizer_name;        // /optimizer: "sgd" | "adam" | "adamw"
+  std::int64_t optimizer_steps = 0;  // /optimizer: optimizer steps taken
 };
 
 // Writes `file` atomically: builds it in memory, writes `<dir>/.<name>.tmp.<pid>`, fsync(file),
@@ -78,17 +88,14 @@ void write_snapshot(const std::filesystem::path& file, const nn::Model& model,
                     optim::Optimizer& opt, const std::string& optimizer_name,
                     const SnapshotMeta& meta);
 
-// A snapshot fully read into memory.
-struct Snapshot {
+// A snapshot fully read into memory: its state and its tensors.
+struct Snapshot : SnapshotState {
   std::filesystem::path source;  // the file it was read from (for messages)
-  SnapshotMeta meta;
   // "conv1.weight" -> shape, model order (each layer's parameters, then its buffers).
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> shapes;
   std::map<std::string, std::vector<float>> model;  // parameters and buffers by name
   // state name ("momentum", "exp_avg", ...) -> parameter name -> values
   std::map<std::string, std::map<std::string, std::vector<float>>> optimizer;
-  std::string optimizer_name;
-  std::int64_t optimizer_steps = 0;
 };
 
 // Throws DataError naming the file on anything wrong: missing, not HDF5, truncated, a checksum
@@ -144,7 +151,8 @@ struct HeaderInfo {
 std::optional<HeaderInfo> peek_header(const std::filesystem::path& file);
 
 // Human-readable summary: position, seed, world size, config digest (FNV-1a of the config text),
-// format and program version, optimizer, tensor names and shapes, the metrics so far.
+// format and program version, optimizer; then every /meta and /optimizer field as stored, tensor
+// names and shapes, the metrics so far.
 std::string inspect(const std::filesystem::path& file);
 
 // Checks that dir exists or can be created and that a file can be created in it (creates and

@@ -1,7 +1,9 @@
 #pragma once
-// JPEG and PNG decoding with the maintained libraries: libjpeg-turbo's TurboJPEG API (the same
+// Image decoding with the maintained libraries: JPEG with libjpeg-turbo's TurboJPEG API (the same
 // settings as Pillow's defaults: accurate integer IDCT, fancy upsampling, so pixels are bit-equal
-// to PIL's) and libpng's simplified API. The file type is told by its magic bytes, not its name.
+// to PIL's), PNG with libpng's simplified API, and the rest of torchvision's IMG_EXTENSIONS (BMP,
+// PPM/PGM, TIFF, WebP; and GIF) with Leptonica. The file type is told by its magic bytes, not its
+// name.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -20,15 +22,17 @@ struct Image {
 bool is_jpeg(std::span<const std::uint8_t> bytes);
 bool is_png(std::span<const std::uint8_t> bytes);
 
-// Decodes a JPEG or PNG. `channels` is what the set holds: 3 (RGB), 1 (grey) or 0 (whatever this
-// image stores: 1 for grey, 3 for colour). Throws DataError starting with `name` when the bytes
-// are not a JPEG/PNG, are corrupt or truncated, are CMYK, are 16-bit PNG, or are grey in an RGB
-// set / colour in a grey set (both are refused rather than converted: a mixed folder is usually a
-// mistake worth seeing). An alpha channel is dropped, as PIL's convert("RGB") does.
-Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name, int channels);
+// Decodes an image. `channels` is what the set holds: 3 (RGB), 1 (grey) or 0 (whatever this image
+// stores: 1 for grey, 3 for colour). A grey image in an RGB set is converted as torchvision's
+// ImageFolder converts it (PIL's convert("RGB"): the grey value in every channel), and
+// `*converted` (when given) says whether it was. Throws DataError starting with `name` when the
+// bytes are not an image we read, are corrupt or truncated, are CMYK, are 16 bits per channel, or
+// are colour in a grey set. An alpha channel is dropped, as PIL's convert("RGB") does.
+Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name, int channels,
+                   bool* converted = nullptr);
 
-// The stored (height, width) of a JPEG or PNG from its header, without decoding the pixels;
-// (0, 0) when the bytes are neither. DataError starting with `name` on a corrupt header.
+// The stored (height, width) of an image from its header, without decoding the pixels; (0, 0)
+// when the bytes are not an image we read. DataError starting with `name` on a corrupt header.
 std::pair<std::int64_t, std::int64_t> image_size(std::span<const std::uint8_t> bytes,
                                                  const std::string& name);
 

@@ -13,7 +13,7 @@
 
 namespace ddp::data {
 
-// .jpg .jpeg .png in any case (a subset of torchvision's IMG_EXTENSIONS: what we decode).
+// torchvision's IMG_EXTENSIONS (.jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp), in any case.
 bool has_image_extension(std::string_view name);
 
 // The directories of one class in the order sorted(os.walk(...)) visits them: `walk_roots` are

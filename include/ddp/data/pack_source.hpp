@@ -3,6 +3,7 @@
 // decoded arrays (NumPy files, the built-in CIFAR/MNIST readers). Sample order is the list's.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct PackSource {
   std::int64_t channels = 0, height = 0, width = 0;
   std::vector<std::uint8_t> pixels;
   std::vector<std::int32_t> labels;
+  // What the listing left out and why (symbolic-link loops, files that are not images), for the
+  // summary.
+  std::vector<std::string> notes;
 
   bool is_files() const { return labels.empty(); }
   std::int64_t size() const {
@@ -34,7 +38,9 @@ struct PackSource {
 };
 
 // PATH/<class>/<image>, in torchvision.datasets.ImageFolder's order (image_folder.cpp).
-PackSource list_image_folder(const std::filesystem::path& root);
+// `cancelled` (polled while walking) stops the listing with a DataError when it returns true.
+PackSource list_image_folder(const std::filesystem::path& root,
+                             const std::function<bool()>& cancelled = {});
 // Rows path,label (csv_list.cpp).
 PackSource list_csv(const std::filesystem::path& csv);
 // images.npy + labels.npy (npy_file.cpp).
@@ -43,6 +49,7 @@ PackSource load_npy(const std::filesystem::path& images, const std::filesystem::
 PackSource load_builtin(const std::string& format, const std::filesystem::path& root, Split split);
 
 // Dispatch on --format; `input` is a path, or "images.npy,labels.npy" for npy.
-PackSource load_pack_source(const std::string& format, const std::string& input, Split split);
+PackSource load_pack_source(const std::string& format, const std::string& input, Split split,
+                            const std::function<bool()>& cancelled = {});
 
 }  // namespace ddp::data

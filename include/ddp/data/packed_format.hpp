@@ -40,6 +40,11 @@ struct Header {
   std::uint32_t labels_crc32 = 0;   // of the labels as little-endian int32
   std::uint32_t offsets_crc32 = 0;  // encoded: of the offsets as little-endian uint64
   std::vector<std::string> classes;
+  // Set when `pack --val-fraction` split the source: "train" or "validation", the fraction of
+  // each class that went to validation, and the seed that chose them (optional attributes).
+  std::string split;
+  double split_fraction = 0;
+  std::uint64_t split_seed = 0;
 
   bool fixed_size() const { return height > 0 && width > 0; }
   std::int64_t image_bytes() const { return channels * height * width; }

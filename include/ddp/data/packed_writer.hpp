@@ -30,6 +30,10 @@ class PackedWriter {
            std::int64_t width);
   // Writes labels, offsets, checksums and attributes, closes, fsyncs, renames into place.
   void commit();
+  // commit() in two steps, so that two files written together (pack --val-fraction) appear
+  // together: finish() does all that can fail for want of space, publish() renames.
+  void finish();
+  void publish();
 
   std::int64_t samples() const;
   std::uint64_t payload_bytes() const;  // pixel or encoded bytes written so far
