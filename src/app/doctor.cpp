@@ -390,6 +390,22 @@ Check judge_dataset(const std::vector<RankReport>& all, const Config& cfg,
   return c;
 }
 
+Check judge_config(const Config& cfg, const DoctorOptions& options) {
+  Check c{"config", Verdict::pass, {}};
+  const std::string source =
+      cfg.source.empty() ? std::string("defaults and command line") : cfg.source.string();
+  if (!options.config_error.empty()) {
+    // Every rank read the same arguments (check_ranks_agree compared what they read).
+    c.verdict = Verdict::fail;
+    c.lines.push_back(options.config_error);
+    return c;
+  }
+  c.lines.push_back(
+      source + ": every key valid, the model fits the data" +
+      (cfg.model.preset.empty() ? std::string() : " (model.preset = " + cfg.model.preset + ")"));
+  return c;
+}
+
 Check judge_collectives(const std::vector<RankReport>& all) {
   Check c{"collectives", Verdict::pass, {}};
   const auto errors = group(all, [](const RankReport& r) { return r.collective_error; });
@@ -461,11 +477,9 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
   for (const auto& r : all) table.push_back(r.info);
   out << "\n" << runtime::format_rank_table(table) << "\nchecks\n";
   const Check devices = judge_devices(all);
-  std::vector<Check> checks = {judge_launch(all, rt),
-                               judge_binding(all),
-                               devices,
-                               judge_network(all),
-                               judge_dataset(all, cfg, options),
+  std::vector<Check> checks = {judge_config(cfg, options), judge_launch(all, rt),
+                               judge_binding(all),         devices,
+                               judge_network(all),         judge_dataset(all, cfg, options),
                                judge_collectives(all)};
   // A GPU job exchanges its gradients over NCCL: check that data plane too when every rank has a
   // GPU of its own (the devices check passed, which every rank knows from the same reports).

@@ -31,6 +31,16 @@ void predict_samples(const ReportCommand& cmd, const fs::path& config_file,
     if (!newest) throw DataError("no complete snapshot in '" + cmd.run_dir + "'");
     snapshot = *newest;
   }
+  // A snapshot of another run beside this run's curves would put its answers under this run's
+  // name: said on stderr and on the page.
+  std::string other_run;
+  if (const auto meta = ckpt::read_meta(snapshot);
+      !data.run_id.empty() && meta.run_id != data.run_id) {
+    other_run = snapshot.string() + " belongs to " +
+                (meta.run_id.empty() ? std::string("no named run") : "run " + meta.run_id) +
+                ", not to run " + data.run_id + " whose curves this page shows";
+    std::cerr << "warning: report: " << other_run << "\n";
+  }
   const Config cfg = config_for_snapshot(snapshot, config_file, overrides);
   const auto snap = ckpt::read_snapshot(snapshot);
   train::TrainedModel tm(cfg, snap);
@@ -71,7 +81,8 @@ void predict_samples(const ReportCommand& cmd, const fs::path& config_file,
                             static_cast<int>(best), 1.0 / sum});
   }
   data.samples_source = std::to_string(n) + " test images picked by train.seed, predicted by " +
-                        snapshot.filename().string();
+                        snapshot.filename().string() +
+                        (other_run.empty() ? std::string() : " (warning: " + other_run + ")");
 }
 
 }  // namespace

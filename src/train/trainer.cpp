@@ -26,6 +26,7 @@
 #include "ddp/data/readers.hpp"
 #include "ddp/data/sampler.hpp"
 #include "ddp/data/subset.hpp"
+#include "ddp/data/transform_description.hpp"
 #include "ddp/error.hpp"
 #include "ddp/nn/memory_estimate.hpp"
 #include "ddp/nn/norm_and_bias.hpp"
@@ -997,7 +998,7 @@ TrainResult Trainer::train_run(RunRecord* record) {
   if (std::any_of(caps_.begin(), caps_.end(), [](std::int64_t c) { return c > 0; }))
     out_ << "; micro-batches of at most " << join(caps_, ", ") << " sample(s)";
   out_ << ")\n";
-  out_ << data_note_;
+  out_ << data_note_ << data::describe_transforms(cfg_.data, norm_);
   out_ << "run: " << run_id_ << ", segment " << segment_ << ", in " << cfg_.run.dir << "\n";
   out_.flush();
 

@@ -42,6 +42,13 @@ Config load_config(const std::filesystem::path& path, const Overrides& overrides
 Config load_config_text(const std::string& toml_text, const std::string& origin,
                         const Overrides& overrides);
 
+// For `doctor`, which reports a configuration error as one of its checks and goes on with the
+// others: the configuration load_config gives, or, when that fails, its message in `problem` and
+// the keys as far as they could be read (the file and overrides without the model and the checks
+// across keys; defaults when even that fails). Never throws a ddp::Error.
+Config load_config_for_doctor(const std::filesystem::path& path, const Overrides& overrides,
+                              std::string& problem);
+
 // What a preset is built for (the model.* keys and the dataset).
 struct PresetOptions {
   std::string stem = "auto";     // model.stem
