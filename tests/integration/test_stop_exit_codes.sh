@@ -6,7 +6,9 @@
 #   python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["segments"][-1]["exit"]; print(e); sys.exit(0 if e=="complete" else 75 if e.startswith("stopped") else 1)' RUN/run.json
 # prints the exit ("complete", "stopped by Terminated", "failed: ...") and exits 0, 75 or 1.
 # Checked here: one process (exit 75 itself), mpirun -np 2 signalled (ranks write the snapshot,
-# run.json says stopped, the one-liner exits 75), and a complete run (the one-liner exits 0).
+# run.json says stopped, the one-liner exits 75, mpirun itself 1), the ranks of mpirun signalled
+# (mpirun exits 75, as srun does when Slurm signals the tasks), and a complete run (the one-liner
+# exits 0).
 source "$(dirname "$0")/lib.sh"
 [ -f "$FASHION/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION"
 command -v mpirun > /dev/null || skip "mpirun not found"
@@ -52,6 +54,17 @@ set +e; said=$(outcome "$WORK/mpi"); orc=$?; set -e
 [ "$orc" = 75 ] && [[ "$said" == "stopped by "* ]] || fail "mpirun: the one-liner says '$said' ($orc)"
 [ "$mpirun_rc" != 0 ] || fail "mpirun SIGTERM: mpirun exited 0"
 echo "  mpirun -np 2, SIGTERM to mpirun: mpirun exits $mpirun_rc; run.json: $said; the one-liner exits 75"
+# The ranks signalled themselves (as Slurm signals each task): mpirun passes their 75 on.
+"${mpi[@]}" -np 2 "$BIN" "${long[@]}" --run-dir "$WORK/ranks" > "$WORK/ranks.log" 2>&1 &
+job=$!
+wait_for "$WORK/ranks.log" "^\[.*step [0-9]" 300 || wait_for "$WORK/ranks.log" "step [0-9]*/" 10 \
+  || { kill $job; cat "$WORK/ranks.log"; fail "ranks: training never started"; }
+kill -TERM $(rank_pids "$WORK/ranks")
+set +e; wait $job; ranks_rc=$?; set -e
+[ "$ranks_rc" = 75 ] || { cat "$WORK/ranks.log"; fail "mpirun whose ranks got SIGTERM exited $ranks_rc, not 75"; }
+set +e; said=$(outcome "$WORK/ranks"); orc=$?; set -e
+[ "$orc" = 75 ] || fail "ranks signalled: the one-liner says '$said' ($orc)"
+echo "  mpirun -np 2, SIGTERM to the ranks: mpirun exits 75; run.json: $said"
 # The stopped run resumes and completes: the one-liner then exits 0.
 "${mpi[@]}" -np 2 "$BIN" "${long[@]}" --data.train_limit 2000 --train.epochs 1 --run-dir "$WORK/done" \
   > "$WORK/done.log" 2>&1 || { cat "$WORK/done.log"; fail "a short run failed"; }
