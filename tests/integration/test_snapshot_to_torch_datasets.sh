@@ -30,21 +30,25 @@ find_python h5py torch torchvision PIL numpy
 # correct_of LOG: the number of correct test images in a line "... (K of N correct)" or eval's.
 score() {  # score NAME ARGS...: train resnet20 one epoch, then compare eval and the script
   local name=$1; shift
-  "$BIN" --model.preset resnet20 --train.epochs 1 --train.batch_size 32 --runtime.threads 2 \
-    --optim.lr 0.01 --run-dir "$WORK/$name" "$@" > "$WORK/$name.train.log" 2>&1 \
+  "$BIN" --model.preset resnet20 --train.epochs 2 --train.batch_size 32 --runtime.threads 2 \
+    --optim.lr 0.003 --run-dir "$WORK/$name" "$@" > "$WORK/$name.train.log" 2>&1 \
     || { cat "$WORK/$name.train.log"; fail "$name: training failed"; }
-  local snap="$WORK/$name/snapshot_e0001.h5"
+  local snap="$WORK/$name/snapshot_e0002.h5"
   "$BIN" eval --snapshot "$snap" --runtime.threads 2 --output-dir "$WORK/$name" > "$WORK/$name.eval.log" 2>&1 \
     || { cat "$WORK/$name.eval.log"; fail "$name: eval failed"; }
   local ours theirs
-  ours=$(sed -n 's/^test accuracy: \([0-9.]*\)% (\([0-9]*\) samples).*/\1 \2/p' "$WORK/$name.eval.log")
+  ours=$(sed -n 's/^test accuracy: \([0-9.]*\)% (\([0-9]*\) samples), loss \([0-9.]*\).*/\1 \2 \3/p' "$WORK/$name.eval.log")
   theirs=$("$PY" "$SCRIPT" "$snap" --threads 2 2>&1) || fail "$name: snapshot_to_torch.py failed: $theirs"
-  local pct
-  pct=$(sed -n 's/^test accuracy: \([0-9.]*\)% (\([0-9]*\) of \([0-9]*\) correct).*/\1 \3/p' <<< "$theirs")
-  [ -n "$pct" ] && [ "$pct" = "$ours" ] || fail "$name: ddp_train eval: $ours; snapshot_to_torch.py: $theirs"
-  echo "  $name: ddp_train eval and snapshot_to_torch.py agree: $ours (accuracy %, samples)"
+  local got
+  got=$(sed -n 's/^test accuracy: \([0-9.]*\)% (\([0-9]*\) of \([0-9]*\) correct), loss \([0-9.]*\).*/\1 \3 \4/p' <<< "$theirs")
+  # The same images, the same count correct, the same mean loss (to its 4 printed decimals, 1e-4).
+  read -r a1 n1 l1 <<< "$ours"
+  read -r a2 n2 l2 <<< "$got"
+  [ -n "$got" ] && [ "$a1 $n1" = "$a2 $n2" ] && awk -v a="$l1" -v b="$l2" 'BEGIN { d = a - b; exit !(d < 2e-4 && d > -2e-4) }' \
+    || fail "$name: ddp_train eval: $ours; snapshot_to_torch.py: $theirs"
+  echo "  $name: ddp_train eval and snapshot_to_torch.py agree: accuracy $a1% of $n1, loss $l1 / $l2"
 }
-score fashion --config "$SRC/configs/fashion_mnist.toml" --data.train_limit 256 --data.test_limit 128 \
+score fashion --config "$SRC/configs/fashion_mnist.toml" --data.train_limit 512 --data.test_limit 128 \
   --data.limit_subset random
 # A packed file of fixed-size images (pack --size), normalised with its own statistics.
 mkdir -p "$WORK/imgs"
