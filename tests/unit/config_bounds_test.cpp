@@ -20,7 +20,7 @@ TEST_F(ConfigBounds, KeysBeyondTheirRangeAreRefusedNamingTheKey) {
                                                         {"data.eval_resize", "1000000"},
                                                         {"data.cache_mb", "9000000000000"},
                                                         {"comm.bucket_mb", "1e300"},
-                                                        {"train.batch_size", "100000000000"},
+                                                        {"train.batch_size", "10000000000000"},
                                                         {"train.accumulate", "100000000000"},
                                                         {"data.rrc_scale", "0,1"},
                                                         {"data.rrc_ratio", "0.5"}}) {
