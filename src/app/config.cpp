@@ -428,29 +428,27 @@ Config load_config(const std::filesystem::path& path, const Overrides& overrides
 Config load_config_for_doctor(const std::filesystem::path& path, const Overrides& overrides,
                               std::string& problem) {
   problem.clear();
+  // The keys as given (file and overrides, the model not resolved): what the ranks compare. A
+  // rank whose files differ (a missing or truncated dataset) must get its [FAIL] line, not a
+  // "different configurations" refusal because its model could not be resolved.
+  Config given;
+  {
+    Loader loader(given);
+    try {
+      if (!path.empty()) loader.read_file(path);
+      loader.apply_overrides(overrides);
+    } catch (const Error&) {
+    }
+  }
+  const std::string given_toml = detail::to_toml(given);
+  Config cfg;
   try {
-    return load_config(path, overrides);
+    cfg = load_config(path, overrides);
   } catch (const Error& e) {
     problem = e.what();
+    cfg = std::move(given);  // what could be read stays, for the doctor's other checks
   }
-  // Each step alone: what could be read stays, for the doctor's other checks (the comm timeout,
-  // runtime.device, the dataset).
-  Config cfg;
-  Loader loader(cfg);
-  try {
-    if (!path.empty()) loader.read_file(path);
-  } catch (const Error&) {
-  }
-  try {
-    loader.apply_overrides(overrides);
-  } catch (const Error&) {
-  }
-  try {
-    cfg.resolved_toml = detail::to_toml(cfg);
-  } catch (const Error&) {
-    cfg = Config{};
-    cfg.resolved_toml = detail::to_toml(cfg);
-  }
+  cfg.resolved_toml = given_toml;
   return cfg;
 }
 
