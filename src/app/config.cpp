@@ -203,6 +203,12 @@ class Loader {
                                       "): most random crops would show only the padding");
     }
     if (cfg_.data.dataset == "packed") check_packed_files();
+    // Counted in 64 bits (steps x epochs, batch x ranks): bounded where the products still fit,
+    // far beyond any run (the memory estimate refuses a large batch with its own figures).
+    if (cfg_.train.epochs > 1000000000)
+      fail("train.epochs", "must be at most 1000000000 (a schedule's steps must fit 64 bits)");
+    if (cfg_.train.batch_size > (std::int64_t{1} << 40))
+      fail("train.batch_size", "must be at most 2^40 (the global batch must fit 64 bits)");
     const auto& s = cfg_.schedule;
     const auto& o = cfg_.optim;
     if (s.warmup_epochs > static_cast<double>(cfg_.train.epochs)) {

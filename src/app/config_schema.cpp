@@ -323,8 +323,7 @@ const std::vector<ConfigKey>& config_keys() {
                "batch-norm layer"},
 
       {DDP_KEY(train, epochs), .help = "passes over the training set", .range = at_least(1)},
-      {DDP_KEY(train, batch_size), .help = "samples per step on each rank",
-       .range = between(1, 1LL << 40)},
+      {DDP_KEY(train, batch_size), .help = "samples per step on each rank", .range = at_least(1)},
       // TOML integers are signed 64-bit, so that is the seed's range too.
       {DDP_KEY(train, seed), .help = "seed of weights, sample order and augmentation",
        .range = at_least(0)},

@@ -29,6 +29,12 @@ TEST_F(ConfigBounds, KeysBeyondTheirRangeAreRefusedNamingTheKey) {
   }
 }
 
+TEST_F(ConfigBounds, EpochsAreBoundedWhereTheScheduleStillCounts) {
+  const std::string e = error_of("", {{"train.epochs", "4611686018427387904"}});
+  EXPECT_NE(e.find("train.epochs"), std::string::npos) << e;
+  EXPECT_NO_THROW(app::load_config("", {{"train.epochs", "1000000000"}}));
+}
+
 TEST_F(ConfigBounds, CropPaddingIsAtMostHalfTheImage) {
   const std::string e = error_of(
       "",
