@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <iostream>
 
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/error.hpp"
@@ -55,6 +57,22 @@ void write_into(const std::filesystem::path& file, const std::string& bytes, int
   if (!error.empty()) throw SystemError("cannot write '" + file.string() + "': " + error);
 }
 
+// The descriptor a /dev/stdout, /dev/stderr, /dev/fd/N or /proc/self/fd/N path names, or -1.
+// Written through that descriptor itself (flushed first), the bytes land where the process's own
+// output is, in order, whatever it is redirected to; opening the path anew would start at offset
+// 0 of a redirected file and overwrite what the process printed.
+int own_descriptor(const std::string& path) {
+  if (path == "/dev/stdout") return STDOUT_FILENO;
+  if (path == "/dev/stderr") return STDERR_FILENO;
+  for (const char* prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    const std::string p(prefix);
+    if (path.rfind(p, 0) != 0 || path.size() == p.size() || path.size() > p.size() + 9) continue;
+    const std::string digits = path.substr(p.size());
+    if (digits.find_first_not_of("0123456789") == std::string::npos) return std::stoi(digits);
+  }
+  return -1;
+}
+
 const char* kind_of(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISSOCK(mode)) return "a socket";
@@ -76,6 +94,14 @@ void write_file_atomically(const std::filesystem::path& given, const std::string
     if (S_ISDIR(st.st_mode) || S_ISSOCK(st.st_mode))
       throw SystemError("cannot write '" + text + "': it is " + kind_of(st.st_mode) +
                         "; give a file name");
+    if (const int fd = own_descriptor(text); fd >= 0) {
+      std::cout.flush();
+      std::cerr.flush();
+      std::fflush(nullptr);
+      const std::string error = write_all(fd, bytes, text);
+      if (!error.empty()) throw SystemError("cannot write '" + text + "': " + error);
+      return;
+    }
     if (!S_ISREG(st.st_mode) || special_dir) {
       write_into(given, bytes, S_ISREG(st.st_mode) ? O_APPEND : 0);
       return;

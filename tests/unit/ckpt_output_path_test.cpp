@@ -7,6 +7,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -79,6 +80,25 @@ TEST(WriteFileAtomically, WritesIntoACharacterDeviceWithoutReplacingIt) {
   ASSERT_EQ(::lstat(dev.c_str(), &st), 0);
   EXPECT_TRUE(S_ISCHR(st.st_mode));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);
+}
+
+TEST(WriteFileAtomically, DevStdoutGoesThroughTheProcesssOwnOutputInOrder) {
+  TempDir dir;
+  const auto file = dir / "stdout.txt";
+  std::fflush(stdout);
+  const int saved = ::dup(STDOUT_FILENO);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  ::dup2(fd, STDOUT_FILENO);
+  ::close(fd);
+  std::printf("before,");  // still in stdio's buffer when the bytes are written
+  write_file_atomically("/dev/stdout", "bytes,");
+  std::printf("after");
+  std::fflush(stdout);
+  ::dup2(saved, STDOUT_FILENO);
+  ::close(saved);
+  EXPECT_EQ(read_text(file), "before,bytes,after");
+  EXPECT_TRUE(fs::is_regular_file(file));
 }
 
 TEST(WriteFileAtomically, CreatesANewFile) {
