@@ -26,9 +26,14 @@ void predict_samples(const ReportCommand& cmd, const fs::path& config_file,
                      const Overrides& overrides, ReportData& data) {
   fs::path snapshot = cmd.snapshot;
   if (snapshot.empty()) {
+    // The run's own newest (run.json names it): another run's file in the directory is not it.
     const auto newest = ckpt::find_latest(
-        cmd.run_dir, [](const std::string& w) { std::cerr << "warning: " << w << "\n"; });
-    if (!newest) throw DataError("no complete snapshot in '" + cmd.run_dir + "'");
+        cmd.run_dir, [](const std::string& w) { std::cerr << "warning: " << w << "\n"; },
+        data.run_id);
+    if (!newest)
+      throw DataError("no complete snapshot " +
+                      (data.run_id.empty() ? std::string() : "of run " + data.run_id + " ") +
+                      "in '" + cmd.run_dir + "'");
     snapshot = *newest;
   }
   // A snapshot of another run beside this run's curves would put its answers under this run's
