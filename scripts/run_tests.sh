@@ -72,17 +72,19 @@ phase "build"
 "$here/scripts/setup.sh" "$here/build"
 
 # Unit tests: in shards (label "shards", tests/CMakeLists.txt), single processes (the multi-rank
-# tests start their own mpirun), both CPUs at once.
-# Integration tests: a few ranks each, or waiting (start-up, Python oracles, downloads), so
-# DDP_INTEGRATION_JOBS (default: as many as CPUs) run at a time; the sanitizer build takes the CPU
-# they leave idle. Those that time signals, stalls, rank speeds or Slurm's time limits are
-# RUN_SERIAL in tests/CMakeLists.txt: they run alone.
-phase "unit tests"
-(cd "$here/build" && ctest --output-on-failure -L shards -j "$jobs" --timeout 1500 &&
-  all_unit_tests_ran Testing/Temporary/LastTest.log tests/ddp_unit_tests &&
-  echo "unit tests that skipped:" && skipped_unit_tests Testing/Temporary/LastTest.log &&
-  phase "integration tests" &&
-  ctest --output-on-failure -LE "^(unit|shards)$" -j "${DDP_INTEGRATION_JOBS:-$jobs}" --timeout 1500)
+# tests start their own mpirun). Integration tests: a few ranks each, or waiting (start-up, Python
+# oracles, downloads). One CTest run schedules both, DDP_INTEGRATION_JOBS (default: as many as
+# CPUs) at a time, the costliest first (COST in tests/CMakeLists.txt): the integration tests start
+# while the last shards run instead of after the slowest shard. Those that time signals, stalls,
+# rank speeds or Slurm's time limits are RUN_SERIAL: they run alone. The sanitizer build takes the
+# CPU they leave idle.
+phase "unit tests (shards) and integration tests"
+rc=0
+(cd "$here/build" && ctest --output-on-failure -LE "^unit$" -j "${DDP_INTEGRATION_JOBS:-$jobs}" \
+  --timeout 1500) || rc=$?
+(cd "$here/build" && all_unit_tests_ran Testing/Temporary/LastTest.log tests/ddp_unit_tests &&
+  echo "unit tests that skipped:" && skipped_unit_tests Testing/Temporary/LastTest.log) || rc=1
+[ "$rc" = 0 ] || exit "$rc"
 
 if [ -n "$asan_build" ]; then
   phase "unit tests, and the integration tests that send signals, under ASan + UBSan"
