@@ -11,7 +11,7 @@ namespace ddp::ckpt {
 namespace {
 
 // Internal misuse, not a user error: restoring straight into device memory is not supported.
-void check_host(const Tensor& t, const std::string& what) {
+void require_host_for_restore(const Tensor& t, const std::string& what) {
   if (t.device() != Device::cpu)
     throw Error("internal: restoring " + what + " on the GPU; restore on the host, then copy");
 }
@@ -84,8 +84,8 @@ void check_optimizer(const Snapshot& s, const std::vector<layout::Entry>& entrie
 void restore(const Snapshot& s, nn::Model& model, optim::Optimizer& opt) {
   const auto entries = layout::model_entries(model);
   const auto state = opt.state();
-  for (const auto& e : entries) check_host(e.tensor->tensor, e.name);
-  for (const auto& [name, t] : state) check_host(t, "optimizer state '" + name + "'");
+  for (const auto& e : entries) require_host_for_restore(e.tensor->tensor, e.name);
+  for (const auto& [name, t] : state) require_host_for_restore(t, "optimizer state '" + name + "'");
   std::vector<std::string> problems;
   std::set<std::string> fitting;
   check_model(s, entries, problems, fitting);

@@ -24,7 +24,7 @@ struct OptimizerState {
 };
 
 // Internal misuse, not a user error: the model/optimizer handed to us cannot be snapshotted.
-void check_host(const Tensor& t, const std::string& what) {
+void require_host_for_snapshot(const Tensor& t, const std::string& what) {
   if (t.device() != Device::cpu)
     throw Error("internal: snapshot of " + what + " on the GPU; copy it to the host first");
 }
@@ -38,7 +38,7 @@ std::vector<OptimizerState> optimizer_state(optim::Optimizer& opt,
           std::max(needed, e.tensor->offset + static_cast<std::size_t>(e.tensor->tensor.numel()));
   std::vector<OptimizerState> out;
   for (const auto& [name, t] : opt.state()) {
-    check_host(t, "optimizer state '" + name + "'");
+    require_host_for_snapshot(t, "optimizer state '" + name + "'");
     if (static_cast<std::size_t>(t.numel()) < needed)
       throw Error("internal: optimizer state '" + name + "' holds " + std::to_string(t.numel()) +
                   " values, the model's parameters need " + std::to_string(needed));
@@ -120,7 +120,7 @@ void write_snapshot(const fs::path& file, const nn::Model& model, optim::Optimiz
   opt.pull_state();
   // Everything that can be refused without touching the disk comes first.
   const std::vector<Entry> entries = layout::model_entries(model);
-  for (const auto& e : entries) check_host(e.tensor->tensor, e.name);
+  for (const auto& e : entries) require_host_for_snapshot(e.tensor->tensor, e.name);
   const std::vector<OptimizerState> optimizer = optimizer_state(opt, entries);
   SnapshotState state{meta, optimizer_name, opt.steps_taken()};
   state.meta.format_version = kFormatVersion;

@@ -60,9 +60,11 @@ bool is_negative_number(const std::string& s) {
          std::all_of(s.begin() + 1, s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
+  });
 }
 
 }  // namespace
@@ -91,7 +93,8 @@ CsvList parse_csv_list(std::string_view text, const std::string& name) {
       throw DataError(where + ": expected 2 columns (path,label), found " +
                       std::to_string(fields.size()) + ": '" + trim(line) + "'");
     std::string path = trim(fields[0]), label = trim(fields[1]);
-    if (raw.empty() && lower(path) == "path" && lower(label) == "label") continue;  // header
+    if (raw.empty() && equals_ignoring_case(path, "path") && equals_ignoring_case(label, "label"))
+      continue;  // header
     if (path.empty()) throw DataError(where + ": the path is empty");
     if (label.empty()) throw DataError(where + ": the label is empty");
     if (is_negative_number(label))

@@ -77,8 +77,8 @@ void check_header(const IdxFile& f, std::uint32_t magic, std::size_t header_byte
 }
 
 // Throws unless the file holds exactly header + payload bytes.
-void check_size(const IdxFile& f, std::uint64_t header, std::uint64_t payload,
-                const std::string& claim) {
+void check_file_size(const IdxFile& f, std::uint64_t header, std::uint64_t payload,
+                     const std::string& claim) {
   const std::uint64_t expected = header + payload;
   const std::uint64_t got = f.bytes.size();
   if (got == expected) return;
@@ -109,7 +109,7 @@ SampleSet read_idx(const fs::path& images, const fs::path& labels, int num_class
   IdxFile lf = load(labels, "label");
   check_header(lf, kLabelMagic, 8, "label");
   const std::uint64_t n_labels = be32(lf.bytes.data() + 4);
-  check_size(lf, 8, n_labels, std::to_string(n_labels) + " labels");
+  check_file_size(lf, 8, n_labels, std::to_string(n_labels) + " labels");
 
   IdxFile imf = load(images, "image");
   check_header(imf, kImageMagic, 16, "image");
@@ -127,7 +127,7 @@ SampleSet read_idx(const fs::path& images, const fs::path& labels, int num_class
     throw DataError(quoted(images) + ": the header says " + claim +
                     ", an impossible size; the file is corrupt");
   }
-  check_size(imf, 16, n * rows * cols, claim);
+  check_file_size(imf, 16, n * rows * cols, claim);
 
   if (n != n_labels) {
     throw DataError(quoted(images) + " holds " + std::to_string(n) + " images but " +

@@ -43,7 +43,7 @@ Image to_rgb(Image grey) {
   return grey;
 }
 
-void check_size(std::int64_t w, std::int64_t h, const std::string& name) {
+void check_image_size(std::int64_t w, std::int64_t h, const std::string& name) {
   if (w < 1 || h < 1 || w * h > kMaxPixels)
     throw DataError(name + ": implausible image size " + std::to_string(w) + "x" +
                     std::to_string(h));
@@ -89,7 +89,7 @@ Image decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& name, 
   const auto size = static_cast<unsigned long>(bytes.size());
   if (tjDecompressHeader3(tj.get(), bytes.data(), size, &w, &h, &subsamp, &colorspace) != 0)
     throw DataError(name + ": corrupt JPEG (" + tjGetErrorStr2(tj.get()) + ")");
-  check_size(w, h, name);
+  check_image_size(w, h, name);
   if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK)
     throw DataError(name +
                     ": a CMYK JPEG; convert it to RGB (e.g. `convert in.jpg -colorspace "
@@ -119,7 +119,7 @@ Image decode_png(std::span<const std::uint8_t> bytes, const std::string& name, i
   png_image& img = p.image;
   if (!png_image_begin_read_from_memory(&img, bytes.data(), bytes.size()))
     throw DataError(name + ": corrupt PNG (libpng: " + img.message + ")");
-  check_size(img.width, img.height, name);
+  check_image_size(img.width, img.height, name);
   if (img.format & PNG_FORMAT_FLAG_LINEAR)
     throw DataError(name +
                     ": a 16-bit PNG; convert it to 8 bits per channel or leave it out "
@@ -192,7 +192,7 @@ std::pair<std::int64_t, std::int64_t> leptonica_size(std::span<const std::uint8_
   if (pixReadHeaderMem(bytes.data(), bytes.size(), &f, &w, &h, &bps, &spp, &cmap) != 0)
     throw DataError(name + ": corrupt " + leptonica_format_name(format) + " (its header cannot " +
                     "be read)");
-  check_size(w, h, name);
+  check_image_size(w, h, name);
   return {h, w};
 }
 
@@ -216,7 +216,7 @@ Image decode_leptonica(std::span<const std::uint8_t> bytes, const std::string& n
   const int stored = depth == 8 ? 1 : 3;
   const int c = check_channels(stored, channels, name);
   const std::int64_t w = pixGetWidth(pix.get()), h = pixGetHeight(pix.get());
-  check_size(w, h, name);
+  check_image_size(w, h, name);
   Image img{c, h, w, std::vector<std::uint8_t>(static_cast<std::size_t>(c * h * w))};
   const l_uint32* data = pixGetData(pix.get());
   const l_int32 wpl = pixGetWpl(pix.get());
@@ -250,14 +250,14 @@ std::pair<std::int64_t, std::int64_t> image_size(std::span<const std::uint8_t> b
     if (tjDecompressHeader3(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()), &w,
                             &h, &subsamp, &colorspace) != 0)
       throw DataError(name + ": corrupt JPEG (" + tjGetErrorStr2(tj.get()) + ")");
-    check_size(w, h, name);
+    check_image_size(w, h, name);
     return {h, w};
   }
   if (is_png(bytes)) {
     PngImage p;
     if (!png_image_begin_read_from_memory(&p.image, bytes.data(), bytes.size()))
       throw DataError(name + ": corrupt PNG (libpng: " + p.image.message + ")");
-    check_size(p.image.width, p.image.height, name);
+    check_image_size(p.image.width, p.image.height, name);
     return {p.image.height, p.image.width};
   }
 #if DDP_HAVE_LEPTONICA

@@ -12,11 +12,11 @@
 #include "ddp/h5/io.hpp"
 #include "file_io.hpp"
 #include "packed_h5.hpp"
+#include "packed_names.hpp"
 
 namespace ddp::data {
 
 namespace fs = std::filesystem;
-using namespace packed;
 using data::detail::quoted;
 using packed::detail::bytes_of;
 using packed::detail::corrupt;

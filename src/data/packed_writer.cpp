@@ -15,11 +15,11 @@
 #include "file_io.hpp"
 #include "pack_temporaries.hpp"
 #include "packed_h5.hpp"
+#include "packed_names.hpp"
 
 namespace ddp::data {
 
 namespace fs = std::filesystem;
-using namespace packed;
 
 struct PackedWriter::State {
   fs::path output, tmp;

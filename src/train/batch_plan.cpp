@@ -9,6 +9,7 @@
 
 #include "ddp/data/sampler.hpp"
 #include "ddp/error.hpp"
+#include "joined_numbers.hpp"
 
 namespace ddp::train {
 namespace {
@@ -22,12 +23,6 @@ std::string list_text(const std::vector<double>& v) {
     out += (out.empty() ? "" : ", ") + std::string(buf);
   }
   return "[" + out + "]";
-}
-
-std::string join(const std::vector<std::int64_t>& v) {
-  std::string out;
-  for (const auto x : v) out += (out.empty() ? "" : ", ") + std::to_string(x);
-  return out;
 }
 
 std::string mib_text(double bytes) {
@@ -150,10 +145,10 @@ std::vector<std::int64_t> BatchPlan::shares_for(const std::vector<std::int64_t>&
   auto sizes = data::slice_sizes(global_batch_, std::span<const std::int64_t>(weights));
   for (std::size_t r = 0; r < sizes.size(); ++r)
     if (sizes[r] < accumulate_)
-      throw Error("set_rank_shares: shares " + join(weights) + " give rank " + std::to_string(r) +
-                  " " + std::to_string(sizes[r]) + " sample(s) of the global batch of " +
-                  std::to_string(global_batch_) + ", fewer than its " +
-                  std::to_string(accumulate_) + " micro-batch(es)");
+      throw Error("set_rank_shares: shares " + joined_numbers(weights) + " give rank " +
+                  std::to_string(r) + " " + std::to_string(sizes[r]) +
+                  " sample(s) of the global batch of " + std::to_string(global_batch_) +
+                  ", fewer than its " + std::to_string(accumulate_) + " micro-batch(es)");
   return sizes;
 }
 
@@ -166,8 +161,9 @@ bool BatchPlan::fits(const std::vector<std::int64_t>& shares) const {
 
 BatchPlan BatchPlan::with_shares(std::vector<std::int64_t> shares) const {
   if (!fits(shares))
-    throw Error("internal: shares " + join(shares) + " are no slices of the global batch of " +
-                std::to_string(global_batch_) + " for " + std::to_string(world()) + " rank(s)");
+    throw Error("internal: shares " + joined_numbers(shares) +
+                " are no slices of the global batch of " + std::to_string(global_batch_) + " for " +
+                std::to_string(world()) + " rank(s)");
   BatchPlan p = *this;
   p.shares_ = std::move(shares);
   p.size();
@@ -177,7 +173,8 @@ BatchPlan BatchPlan::with_shares(std::vector<std::int64_t> shares) const {
 BatchPlan BatchPlan::with_caps(std::vector<std::int64_t> caps) const {
   if (std::ssize(caps) != world() ||
       std::any_of(caps.begin(), caps.end(), [](std::int64_t c) { return c < 0; }))
-    throw Error("internal: caps " + join(caps) + " for " + std::to_string(world()) + " rank(s)");
+    throw Error("internal: caps " + joined_numbers(caps) + " for " + std::to_string(world()) +
+                " rank(s)");
   BatchPlan p = *this;
   p.caps_ = std::move(caps);
   p.size();

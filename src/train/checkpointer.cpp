@@ -10,22 +10,11 @@
 #include "ddp/error.hpp"
 #include "ddp/sync/replica.hpp"
 #include "ddp/version_info.hpp"
+#include "joined_numbers.hpp"
+#include "seconds_since.hpp"
 
 namespace ddp::train {
-namespace {
-
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::string join(const std::vector<std::int64_t>& v, const char* sep) {
-  std::string out;
-  for (const auto x : v) out += (out.empty() ? "" : sep) + std::to_string(x);
-  return out;
-}
-
-}  // namespace
 
 double RunState::run_time_s() const {
   return run_train_s + seconds_since(segment_t0);
@@ -132,10 +121,10 @@ std::vector<std::int64_t> Checkpointer::resume(const BatchPlan& plan,
   if (cfg_.train.rank_shares.word == "auto" && !shares.empty()) {
     if (plan.fits(shares)) {
       kept = plan.shares_for(shares);
-      out_ << "resume: rank shares " << join(shares, " + ")
+      out_ << "resume: rank shares " << joined_numbers(shares, " + ")
            << " kept from the snapshot (train.rank_shares = auto)\n";
     } else {
-      out_ << "resume: the snapshot's rank shares (" << join(shares, " + ")
+      out_ << "resume: the snapshot's rank shares (" << joined_numbers(shares, " + ")
            << ") were for another world size or global batch; starting from equal shares\n";
     }
   }

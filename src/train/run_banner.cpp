@@ -11,6 +11,7 @@
 
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/train/metrics.hpp"
+#include "joined_numbers.hpp"
 
 namespace ddp::train {
 namespace {
@@ -24,14 +25,8 @@ std::int64_t proc_status_kib(const std::string& field) {
   return 0;
 }
 
-std::string join(const std::vector<std::int64_t>& v, const char* sep) {
-  std::string out;
-  for (const auto x : v) out += (out.empty() ? "" : sep) + std::to_string(x);
-  return out;
-}
-
 // "241 KiB", "13 MiB", "1.2 GiB"
-std::string bytes_text(double bytes) {
+std::string size_text(double bytes) {
   char buf[32];
   if (bytes >= 1024.0 * 1024 * 1024)
     std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
@@ -77,8 +72,8 @@ std::string model_line(const nn::Model& model, double activations_per_sample,
                        std::int64_t micro_batch, const std::string& table_file) {
   const double params = static_cast<double>(model.num_parameters());
   return "model: " + std::to_string(model.num_layers()) + " layers, " + with_thousands(params) +
-         " parameters (" + bytes_text(params * sizeof(float)) + "), activations " +
-         bytes_text(activations_per_sample * sizeof(float) * static_cast<double>(micro_batch)) +
+         " parameters (" + size_text(params * sizeof(float)) + "), activations " +
+         size_text(activations_per_sample * sizeof(float) * static_cast<double>(micro_batch)) +
          " for a micro-batch of " + std::to_string(micro_batch) + "; layer table in " + table_file +
          "\n";
 }
@@ -94,17 +89,17 @@ std::string data_line(std::int64_t train_samples, std::int64_t test_samples, con
   if (std::adjacent_find(slices.begin(), slices.end(), std::not_equal_to<>()) == slices.end())
     out += std::to_string(slices.size()) + " rank(s) x " + std::to_string(slices.front());
   else
-    out += "rank shares " + join(slices, " + ");
+    out += "rank shares " + joined_numbers(slices, " + ");
   if (plan.accumulate() > 1) out += " in " + std::to_string(plan.accumulate()) + " micro-batches";
   const auto& caps = plan.caps();
   if (std::any_of(caps.begin(), caps.end(), [](std::int64_t c) { return c > 0; }))
-    out += "; micro-batches of at most " + join(caps, ", ") + " sample(s)";
+    out += "; micro-batches of at most " + joined_numbers(caps, ", ") + " sample(s)";
   return out + ")\n";
 }
 
 std::string shares_line(const BatchPlan& plan) {
-  return "rank shares: " + join(plan.shares(), " + ") + " samples of each global batch of " +
-         std::to_string(plan.global_batch()) + "\n";
+  return "rank shares: " + joined_numbers(plan.shares(), " + ") +
+         " samples of each global batch of " + std::to_string(plan.global_batch()) + "\n";
 }
 
 std::string final_line(const EpochMetrics& last, std::uint64_t digest) {

@@ -9,16 +9,10 @@
 #include "ddp/backend/device_queue.hpp"
 #include "ddp/error.hpp"
 #include "ddp/rng.hpp"
+#include "seconds_since.hpp"
 
 namespace ddp::train {
-namespace {
-
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-}  // namespace
 
 TrainStep::TrainStep(StepParts parts, LossScaler scaler, std::uint64_t seed, int rank,
                      bool batch_stats_synced)

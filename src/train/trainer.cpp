@@ -29,14 +29,12 @@
 #include "ddp/train/run_watch.hpp"
 #include "ddp/train/share_decision.hpp"
 #include "ddp/train/trace.hpp"
+#include "seconds_since.hpp"
 
 namespace ddp::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // The gradient all-reduce's communicator: device gradients cannot travel over the MPI
 // communicator (host buffers only).

@@ -82,8 +82,8 @@ void expect_same_fields(const SnapshotState& want, const SnapshotState& got,
 }
 
 // A small model and an optimizer with state, to write real snapshot files around the fields.
-struct SmallRun {
-  SmallRun()
+struct TinyRun {
+  TinyRun()
       : model({L("conv2d", "conv1", 2, 3), L("relu", "relu1"), L("flatten", "flat"),
                L("linear", "fc1", 3)},
               Shape{1, 4, 4}, 3, *be) {
@@ -132,7 +132,7 @@ TEST(SnapshotFields, EveryFieldRoundTripsThroughHdf5TheCodecAndInspect) {
 
   ScratchDir dir;
   const fs::path file = dir.path() / "snapshot_e0001.h5";
-  SmallRun run;
+  TinyRun run;
   run.write(file, want);
   const Snapshot read = read_snapshot(file);
   expect_same_fields(want, read, "written and read");
@@ -179,7 +179,7 @@ TEST(SnapshotFields, AnOlderFileWithoutAnOptionalFieldReadsItsDefault) {
   const SnapshotState defaults;
   ScratchDir dir;
   const fs::path file = dir.path() / "snapshot_e0001.h5";
-  SmallRun run;
+  TinyRun run;
   std::size_t optional = 0;
   for (const Field& missing : snapshot_fields()) {
     if (!missing.optional) continue;

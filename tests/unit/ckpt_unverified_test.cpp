@@ -25,8 +25,8 @@ using testutil::L;
 constexpr char kHdf5Signature[] = "\x89HDF\r\n\x1a\n";
 
 // A small model with batch norm and sgd with momentum, as initialised.
-struct SmallRun {
-  SmallRun()
+struct SmallRunWithMeta {
+  SmallRunWithMeta()
       : model({L("conv2d", "conv1", 3, 3), L("batchnorm", "bn1"), L("relu", "relu1"),
                L("flatten", "flat"), L("linear", "fc1", 4)},
               Shape{2, 5, 5}, 4, *be) {
@@ -82,7 +82,7 @@ void copy_without_header(const fs::path& from, const fs::path& to) {
 
 TEST(UnverifiedSnapshot, AFlippedBitInTheMagicIsACorruptHeaderNotAnUnverifiedRead) {
   ScratchDir dir;
-  SmallRun r;
+  SmallRunWithMeta r;
   r.write(dir.path() / snapshot_name(1), 1);
   const fs::path file = dir.path() / snapshot_name(2);
   r.write(file, 2);
@@ -119,7 +119,7 @@ TEST(UnverifiedSnapshot, AFlippedBitInTheMagicIsACorruptHeaderNotAnUnverifiedRea
 
 TEST(UnverifiedSnapshot, AFileWithoutHeaderAsH5pyWritesItReadsLikeTheOriginal) {
   ScratchDir dir;
-  SmallRun r;
+  SmallRunWithMeta r;
   const fs::path ours = dir.path() / "ours.h5";
   const fs::path theirs = dir.path() / "theirs.h5";
   r.write(ours, 3);
@@ -154,7 +154,7 @@ TEST(UnverifiedSnapshot, AFileWithoutHeaderAsH5pyWritesItReadsLikeTheOriginal) {
   EXPECT_EQ(b_shapes, a_shapes);
   EXPECT_EQ(read_meta(theirs).position, a.meta.position);
   EXPECT_NE(inspect(theirs).find("epoch 3 completed"), std::string::npos);
-  SmallRun other;
+  SmallRunWithMeta other;
   other.model.init_parameters(7);
   restore(b, other.model, *other.opt);
   EXPECT_EQ(other.model.digest(), r.model.digest());
@@ -166,7 +166,7 @@ TEST(UnverifiedSnapshot, AFileWithoutHeaderAsH5pyWritesItReadsLikeTheOriginal) {
 // crashes on some of these; each must read, or be a DataError naming the file.
 TEST(UnverifiedSnapshot, CorruptMetadataWithoutAHeaderIsADataErrorNeverACrash) {
   ScratchDir dir;
-  SmallRun r;
+  SmallRunWithMeta r;
   const fs::path ours = dir.path() / "ours.h5";
   r.write(ours, 1);
   const fs::path h5py_style = dir.path() / "h5py.h5";
@@ -206,7 +206,7 @@ TEST(UnverifiedSnapshot, CorruptMetadataWithoutAHeaderIsADataErrorNeverACrash) {
 // it resumes from that file if it parses, or skips it with a warning naming it, never crashes.
 TEST(UnverifiedSnapshot, ResumeAutoSkipsAHeaderlessFileThatDoesNotParse) {
   ScratchDir dir;
-  SmallRun r;
+  SmallRunWithMeta r;
   r.write(dir.path() / snapshot_name(1), 1);
   const fs::path file = dir.path() / snapshot_name(2);
   r.write(file, 2);

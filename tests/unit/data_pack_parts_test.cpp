@@ -1,7 +1,6 @@
 // The pure parts of packing (CSV lists, .npy headers, chunk arithmetic and CRCs, ImageFolder's
 // order rules) and a real-file round trip through PackedWriter and read_packed, raw and encoded.
 #include <gtest/gtest.h>
-#include <png.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -16,6 +15,7 @@
 #include "ddp/data/packed_reader.hpp"
 #include "ddp/data/packed_writer.hpp"
 #include "ddp/error.hpp"
+#include "png_bytes_util.hpp"
 
 namespace ddp::data {
 namespace {
@@ -179,20 +179,7 @@ TEST(PackImageFolder, TorchvisionOrderRules) {
             (std::vector<std::string>{"c", "c/Sub", "c/sub", "c/sub b", "c/sub-b", "c/sub/z"}));
 }
 
-// A PNG of the given pixels (RGB, HWC), made with libpng's simplified writer.
-std::vector<std::uint8_t> png(int w, int h, const std::vector<std::uint8_t>& hwc) {
-  png_image img{};
-  img.version = PNG_IMAGE_VERSION;
-  img.width = static_cast<png_uint_32>(w);
-  img.height = static_cast<png_uint_32>(h);
-  img.format = PNG_FORMAT_RGB;
-  png_alloc_size_t size = 0;
-  EXPECT_TRUE(png_image_write_to_memory(&img, nullptr, &size, 0, hwc.data(), 0, nullptr));
-  std::vector<std::uint8_t> out(size);
-  EXPECT_TRUE(png_image_write_to_memory(&img, out.data(), &size, 0, hwc.data(), 0, nullptr));
-  out.resize(size);
-  return out;
-}
+using testutil::png;
 
 class PackedRoundTrip : public ::testing::Test {
  protected:

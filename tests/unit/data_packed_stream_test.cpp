@@ -4,7 +4,6 @@
 // streaming BatchLoader gives bitwise the in-memory batches (augmented, any thread count), and a
 // chunk whose CRC fails is named with its samples when it is streamed.
 #include <gtest/gtest.h>
-#include <png.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,25 +18,14 @@
 #include "ddp/data/packed_stream.hpp"
 #include "ddp/data/packed_writer.hpp"
 #include "ddp/error.hpp"
+#include "png_bytes_util.hpp"
 
 namespace ddp::data {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::uint8_t> png(int w, int h, const std::vector<std::uint8_t>& hwc) {
-  png_image img{};
-  img.version = PNG_IMAGE_VERSION;
-  img.width = static_cast<png_uint_32>(w);
-  img.height = static_cast<png_uint_32>(h);
-  img.format = PNG_FORMAT_RGB;
-  png_alloc_size_t size = 0;
-  EXPECT_TRUE(png_image_write_to_memory(&img, nullptr, &size, 0, hwc.data(), 0, nullptr));
-  std::vector<std::uint8_t> out(size);
-  EXPECT_TRUE(png_image_write_to_memory(&img, out.data(), &size, 0, hwc.data(), 0, nullptr));
-  out.resize(size);
-  return out;
-}
+using testutil::png;
 
 // Pseudo-random pixels (incompressible, so PNGs are about as large as the raw image).
 std::vector<std::uint8_t> pixels(std::int64_t i, std::size_t n) {

@@ -105,8 +105,8 @@ TEST(DataSampler, EpochOrderLooksUniform) {
   }
 }
 
-SamplerOptions opts(std::int64_t n, std::int64_t g, int world, int rank, bool drop_last = false,
-                    bool shuffle = true) {
+SamplerOptions sampler_opts(std::int64_t n, std::int64_t g, int world, int rank,
+                            bool drop_last = false, bool shuffle = true) {
   SamplerOptions o;
   o.dataset_size = n;
   o.global_batch = g;
@@ -126,14 +126,14 @@ TEST(DataSampler, RanksTogetherEqualOneRankWithTheGlobalBatch) {
       for (std::int64_t b : {1, 3, 4}) {
         for (bool drop_last : {false, true}) {
           const std::int64_t g = world * b;
-          const auto single = epoch_batches(opts(n, g, 1, 0, drop_last), 5);
+          const auto single = epoch_batches(sampler_opts(n, g, 1, 0, drop_last), 5);
           ASSERT_EQ(static_cast<std::int64_t>(single.size()),
-                    steps_per_epoch(opts(n, g, 1, 0, drop_last)));
+                    steps_per_epoch(sampler_opts(n, g, 1, 0, drop_last)));
           std::vector<std::vector<RankBatch>> ranks;
           for (int r = 0; r < world; ++r) {
-            ranks.push_back(epoch_batches(opts(n, g, world, r, drop_last), 5));
+            ranks.push_back(epoch_batches(sampler_opts(n, g, world, r, drop_last), 5));
             ASSERT_EQ(ranks.back().size(), single.size());
-            ASSERT_EQ(steps_per_epoch(opts(n, g, world, r, drop_last)),
+            ASSERT_EQ(steps_per_epoch(sampler_opts(n, g, world, r, drop_last)),
                       static_cast<std::int64_t>(single.size()));
           }
           for (std::size_t s = 0; s < single.size(); ++s) {
@@ -163,7 +163,7 @@ TEST(DataSampler, EveryRankSampleExactlyOncePerEpoch) {
   for (int world : {1, 2, 3}) {
     std::vector<std::int64_t> seen;
     for (int r = 0; r < world; ++r) {
-      for (const RankBatch& rb : epoch_batches(opts(23, 5, world, r), 9)) {
+      for (const RankBatch& rb : epoch_batches(sampler_opts(23, 5, world, r), 9)) {
         seen.insert(seen.end(), rb.indices.begin(), rb.indices.end());
       }
     }
@@ -173,26 +173,26 @@ TEST(DataSampler, EveryRankSampleExactlyOncePerEpoch) {
 }
 
 TEST(DataSampler, LastShortBatchKeptOrDropped) {
-  const auto keep = epoch_batches(opts(10, 4, 1, 0, false, false), 0);
+  const auto keep = epoch_batches(sampler_opts(10, 4, 1, 0, false, false), 0);
   ASSERT_EQ(keep.size(), 3u);
   EXPECT_EQ(keep[0].indices, (std::vector<std::int64_t>{0, 1, 2, 3}));
   EXPECT_EQ(keep[2].indices, (std::vector<std::int64_t>{8, 9}));
   EXPECT_EQ(keep[2].global_size, 2);
   EXPECT_EQ(keep[2].global_offset, 8);
-  EXPECT_EQ(steps_per_epoch(opts(10, 4, 1, 0, false)), 3);
+  EXPECT_EQ(steps_per_epoch(sampler_opts(10, 4, 1, 0, false)), 3);
 
-  const auto drop = epoch_batches(opts(10, 4, 1, 0, true, false), 0);
+  const auto drop = epoch_batches(sampler_opts(10, 4, 1, 0, true, false), 0);
   ASSERT_EQ(drop.size(), 2u);
   EXPECT_EQ(drop[1].indices, (std::vector<std::int64_t>{4, 5, 6, 7}));
-  EXPECT_EQ(steps_per_epoch(opts(10, 4, 1, 0, true)), 2);
-  EXPECT_EQ(steps_per_epoch(opts(3, 4, 1, 0, true)), 0);
-  EXPECT_EQ(steps_per_epoch(opts(0, 4, 1, 0, false)), 0);
+  EXPECT_EQ(steps_per_epoch(sampler_opts(10, 4, 1, 0, true)), 2);
+  EXPECT_EQ(steps_per_epoch(sampler_opts(3, 4, 1, 0, true)), 0);
+  EXPECT_EQ(steps_per_epoch(sampler_opts(0, 4, 1, 0, false)), 0);
 }
 
 TEST(DataSampler, ShortBatchSpreadOverRanks) {
   // A last global batch of 2 over 3 ranks: slices [0,1), [1,2), [2,2) (equal remainders: the
   // lower ranks first).
-  const SamplerOptions base = opts(8, 6, 3, 0, false, false);
+  const SamplerOptions base = sampler_opts(8, 6, 3, 0, false, false);
   std::vector<std::size_t> sizes;
   for (int r = 0; r < 3; ++r) {
     SamplerOptions o = base;
@@ -276,10 +276,10 @@ TEST(DataSampler, SliceSizesRejectNonPositiveWeights) {
 TEST(DataSampler, UnevenSharesTogetherEqualOneRank) {
   const Sizes shares = {96, 32, 64};
   for (std::int64_t n : {192, 500, 1000}) {
-    const auto single = epoch_batches(opts(n, 192, 1, 0), 3);
+    const auto single = epoch_batches(sampler_opts(n, 192, 1, 0), 3);
     std::vector<std::vector<RankBatch>> ranks;
     for (int r = 0; r < 3; ++r) {
-      SamplerOptions o = opts(n, 192, 3, r);
+      SamplerOptions o = sampler_opts(n, 192, 3, r);
       o.shares = shares;
       ranks.push_back(epoch_batches(o, 3));
       ASSERT_EQ(ranks.back().size(), single.size());
@@ -300,7 +300,7 @@ TEST(DataSampler, UnevenSharesTogetherEqualOneRank) {
     }
   }
   // 500 = 2 x 192 + 116: the last batch splits 58/19/39.
-  SamplerOptions o = opts(500, 192, 3, 1);
+  SamplerOptions o = sampler_opts(500, 192, 3, 1);
   o.shares = shares;
   EXPECT_EQ(epoch_batches(o, 0).back().indices.size(), 19u);
   EXPECT_EQ(slices(116, shares), (Sizes{58, 19, 39}));
@@ -309,11 +309,11 @@ TEST(DataSampler, UnevenSharesTogetherEqualOneRank) {
 }
 
 TEST(DataSampler, GlobalBatchSizesOfAnEpoch) {
-  EXPECT_EQ(global_batch_sizes(opts(500, 192, 3, 0)), (Sizes{192, 116}));
-  EXPECT_EQ(global_batch_sizes(opts(500, 192, 3, 0, true)), (Sizes{192}));
-  EXPECT_EQ(global_batch_sizes(opts(384, 192, 3, 0)), (Sizes{192}));
-  EXPECT_EQ(global_batch_sizes(opts(100, 192, 3, 0)), (Sizes{100}));
-  EXPECT_EQ(global_batch_sizes(opts(100, 192, 3, 0, true)), (Sizes{}));
+  EXPECT_EQ(global_batch_sizes(sampler_opts(500, 192, 3, 0)), (Sizes{192, 116}));
+  EXPECT_EQ(global_batch_sizes(sampler_opts(500, 192, 3, 0, true)), (Sizes{192}));
+  EXPECT_EQ(global_batch_sizes(sampler_opts(384, 192, 3, 0)), (Sizes{192}));
+  EXPECT_EQ(global_batch_sizes(sampler_opts(100, 192, 3, 0)), (Sizes{100}));
+  EXPECT_EQ(global_batch_sizes(sampler_opts(100, 192, 3, 0, true)), (Sizes{}));
 }
 
 // Evaluation shards: contiguous, sized by the shares, every test sample on exactly one rank, in
@@ -343,13 +343,13 @@ TEST(DataSampler, EvalBatchesShardByShareWithoutPadding) {
 }
 
 TEST(DataSampler, RejectsBadOptions) {
-  EXPECT_THROW(epoch_batches(opts(10, 0, 1, 0), 0), ddp::ConfigError);
-  EXPECT_THROW(epoch_batches(opts(10, 4, 0, 0), 0), ddp::ConfigError);
-  EXPECT_THROW(epoch_batches(opts(10, 4, 2, 2), 0), ddp::ConfigError);
-  EXPECT_THROW(epoch_batches(opts(10, 4, 2, -1), 0), ddp::ConfigError);
-  EXPECT_THROW(steps_per_epoch(opts(-1, 4, 1, 0)), ddp::ConfigError);
+  EXPECT_THROW(epoch_batches(sampler_opts(10, 0, 1, 0), 0), ddp::ConfigError);
+  EXPECT_THROW(epoch_batches(sampler_opts(10, 4, 0, 0), 0), ddp::ConfigError);
+  EXPECT_THROW(epoch_batches(sampler_opts(10, 4, 2, 2), 0), ddp::ConfigError);
+  EXPECT_THROW(epoch_batches(sampler_opts(10, 4, 2, -1), 0), ddp::ConfigError);
+  EXPECT_THROW(steps_per_epoch(sampler_opts(-1, 4, 1, 0)), ddp::ConfigError);
   try {
-    steps_per_epoch(opts(10, 4, 2, 5));
+    steps_per_epoch(sampler_opts(10, 4, 2, 5));
     FAIL() << "no ConfigError";
   } catch (const ddp::ConfigError& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("rank 5 is outside the world of 2 rank(s)"));

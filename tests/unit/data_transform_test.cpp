@@ -61,7 +61,7 @@ bool close(const float* got, const std::vector<double>& want) {
   return true;
 }
 
-const Normalization kNorm{{0.1f, 0.2f, 0.3f}, {0.5f, 0.25f, 2.0f}};
+const Normalization kTransformNorm{{0.1f, 0.2f, 0.3f}, {0.5f, 0.25f, 2.0f}};
 
 TEST(DataNormalization, HandCheckedStatistics) {
   // Channel 0: {0, 255, 0, 255} -> mean 0.5, std 0.5. Channel 1: {51, 51, 102, 102} -> 0.3, 0.1.
@@ -85,13 +85,13 @@ TEST(DataFillBatch, NormalisesPerChannelInIndexOrder) {
   const SampleSet ds = pattern_dataset(4, 3, 2, 3);
   std::vector<std::int32_t> labels;
   const std::vector<std::int64_t> idx{3, 0, 3};
-  const auto out = fill(ds, idx, kNorm, {}, 1, 2, &labels);
+  const auto out = fill(ds, idx, kTransformNorm, {}, 1, 2, &labels);
   EXPECT_EQ(labels, (std::vector<std::int32_t>{3, 0, 3}));
   for (std::size_t b = 0; b < idx.size(); ++b) {
     for (std::int64_t c = 0; c < 3; ++c) {
       for (std::int64_t p = 0; p < 6; ++p) {
         const double want = normalised(ds.image(idx[b])[static_cast<std::size_t>(c * 6 + p)],
-                                       kNorm.mean[c], kNorm.std[c]);
+                                       kTransformNorm.mean[c], kTransformNorm.std[c]);
         EXPECT_NEAR(out[b * 18 + c * 6 + p], want, 1e-5) << "b=" << b << " c=" << c;
       }
     }
@@ -127,10 +127,10 @@ TEST(DataFillBatch, RejectsBadSettingsAndIndices) {
   Augmentation neg;
   neg.random_crop = true;
   neg.crop_padding = -1;
-  EXPECT_THAT(data_error_of([&] { fill_batch(ds, one, kNorm, neg, 0, 0, out, lab); }),
+  EXPECT_THAT(data_error_of([&] { fill_batch(ds, one, kTransformNorm, neg, 0, 0, out, lab); }),
               HasSubstr("crop_padding = -1 must be >= 0"));
   const std::vector<std::int64_t> bad{1, 4};
-  EXPECT_THAT(data_error_of([&] { fill_batch(ds, bad, kNorm, {}, 0, 0, out, lab); }),
+  EXPECT_THAT(data_error_of([&] { fill_batch(ds, bad, kTransformNorm, {}, 0, 0, out, lab); }),
               HasSubstr("sample index 4 is out of range for pattern dataset (4 samples)"));
 }
 
@@ -146,12 +146,12 @@ TEST(DataAugment, DependsOnlyOnSeedEpochAndIndex) {
   const SampleSet ds = pattern_dataset(12, 3, 8, 8);
   const Augmentation aug = crop_flip(4);
   const std::size_t img = 3 * 64;
-  const auto alone = fill(ds, {5}, kNorm, aug, 42, 3);
-  const auto mixed = fill(ds, {1, 5, 9}, kNorm, aug, 42, 3);
-  const auto other = fill(ds, {5, 2, 0, 11}, kNorm, aug, 42, 3);
+  const auto alone = fill(ds, {5}, kTransformNorm, aug, 42, 3);
+  const auto mixed = fill(ds, {1, 5, 9}, kTransformNorm, aug, 42, 3);
+  const auto other = fill(ds, {5, 2, 0, 11}, kTransformNorm, aug, 42, 3);
   EXPECT_EQ(std::memcmp(alone.data(), mixed.data() + img, img * sizeof(float)), 0);
   EXPECT_EQ(std::memcmp(alone.data(), other.data(), img * sizeof(float)), 0);
-  EXPECT_EQ(alone, fill(ds, {5}, kNorm, aug, 42, 3));  // and repeatable
+  EXPECT_EQ(alone, fill(ds, {5}, kTransformNorm, aug, 42, 3));  // and repeatable
 }
 
 TEST(DataAugment, DiffersAcrossEpochsAndSeeds) {
@@ -159,9 +159,9 @@ TEST(DataAugment, DiffersAcrossEpochsAndSeeds) {
   std::vector<std::int64_t> all(40);
   for (std::int64_t i = 0; i < 40; ++i) all[static_cast<std::size_t>(i)] = i;
   const Augmentation aug = crop_flip(4);
-  const auto e0 = fill(ds, all, kNorm, aug, 7, 0);
-  const auto e1 = fill(ds, all, kNorm, aug, 7, 1);
-  const auto s8 = fill(ds, all, kNorm, aug, 8, 0);
+  const auto e0 = fill(ds, all, kTransformNorm, aug, 7, 0);
+  const auto e1 = fill(ds, all, kTransformNorm, aug, 7, 1);
+  const auto s8 = fill(ds, all, kTransformNorm, aug, 8, 0);
   int epoch_diff = 0, seed_diff = 0;
   for (std::size_t i = 0; i < 40; ++i) {
     epoch_diff +=
@@ -176,11 +176,11 @@ TEST(DataAugment, DiffersAcrossEpochsAndSeeds) {
 
 TEST(DataAugment, NoAugmentationIsTheIdentity) {
   const SampleSet ds = pattern_dataset(3, 3, 4, 4);
-  const auto a = fill(ds, {0, 1, 2}, kNorm, {}, 1, 1);
-  const auto b = fill(ds, {0, 1, 2}, kNorm, {}, 99, 5);
+  const auto a = fill(ds, {0, 1, 2}, kTransformNorm, {}, 1, 1);
+  const auto b = fill(ds, {0, 1, 2}, kTransformNorm, {}, 99, 5);
   EXPECT_EQ(a, b);
   for (std::int64_t i = 0; i < 3; ++i) {
-    EXPECT_TRUE(close(a.data() + i * 48, reference(ds, i, kNorm, 0, 0, false))) << i;
+    EXPECT_TRUE(close(a.data() + i * 48, reference(ds, i, kTransformNorm, 0, 0, false))) << i;
   }
 }
 
@@ -192,7 +192,7 @@ TEST(DataAugment, CropAndFlipFollowTorchvisionSemantics) {
   const SampleSet ds = pattern_dataset(N, 3, 6, 6);
   std::vector<std::int64_t> all(N);
   for (std::int64_t i = 0; i < N; ++i) all[static_cast<std::size_t>(i)] = i;
-  const auto out = fill(ds, all, kNorm, crop_flip(P), 5, 2);
+  const auto out = fill(ds, all, kTransformNorm, crop_flip(P), 5, 2);
   std::set<int> seen_dy, seen_dx;
   int flips = 0;
   for (std::int64_t i = 0; i < N; ++i) {
@@ -200,7 +200,7 @@ TEST(DataAugment, CropAndFlipFollowTorchvisionSemantics) {
     for (int dy = -P; dy <= P; ++dy)
       for (int dx = -P; dx <= P; ++dx)
         for (bool flip : {false, true})
-          if (close(out.data() + i * 108, reference(ds, i, kNorm, dy, dx, flip))) {
+          if (close(out.data() + i * 108, reference(ds, i, kTransformNorm, dy, dx, flip))) {
             ++matches;
             seen_dy.insert(dy);
             seen_dx.insert(dx);

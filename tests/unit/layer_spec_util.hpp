@@ -3,6 +3,7 @@
 // L("linear", "fc", out_features), L("maxpool", "pool", 0, kernel).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ddp/nn/layer_spec.hpp"
 
@@ -18,6 +19,18 @@ inline nn::LayerSpec L(std::string type, std::string name, std::int64_t a = 0, s
   s.kernel = k;
   s.padding = pad;
   return s;
+}
+
+// conv-bn-relu-pool, then two linear layers: a small model with every kind of parameter.
+inline std::vector<nn::LayerSpec> small_net() {
+  return {L("conv2d", "conv1", 3, 3, 1),
+          L("batchnorm", "bn1"),
+          L("relu", "relu1"),
+          L("maxpool", "pool1", 0, 2),
+          L("flatten", "flat"),
+          L("linear", "fc1", 5),
+          L("relu", "relu2"),
+          L("linear", "fc2", 4)};
 }
 
 }  // namespace ddp::testutil

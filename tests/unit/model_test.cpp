@@ -14,17 +14,7 @@ namespace ddp::nn {
 namespace {
 
 using testutil::L;
-
-std::vector<LayerSpec> small_net() {
-  return {L("conv2d", "conv1", 3, 3, 1),
-          L("batchnorm", "bn1"),
-          L("relu", "relu1"),
-          L("maxpool", "pool1", 0, 2),
-          L("flatten", "flat"),
-          L("linear", "fc1", 5),
-          L("relu", "relu2"),
-          L("linear", "fc2", 4)};
-}
+using testutil::small_net;
 
 TEST(Model, FlatBuffersAndNamedViews) {
   auto be = backend::make_cpu_backend();

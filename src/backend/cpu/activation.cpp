@@ -15,8 +15,6 @@
 namespace ddp::backend::cpu {
 namespace {
 
-constexpr std::int64_t kParallelMin = 1 << 16;
-
 // Loads are unconditional and results selected on loaded values, so that GCC vectorises: a
 // conditional load, or std::max (which returns a reference), made GCC 12 emit a scalar branch that
 // mispredicts on half the activations (6-8x slower).
@@ -147,8 +145,8 @@ void activation_forward(Activation kind, float alpha, std::int64_t count, const 
   if (backward_uses_output(kind)) return relu_family_forward(kind, alpha, count, x, y);
   if (kind == Activation::hardswish) return hardswish_forward(count, x, y);
   Eltwise& e = eltwise(kind, count);
-  bind(e.src, x);
-  bind(e.dst, y);
+  set_handle(e.src, x);
+  set_handle(e.dst, y);
   e.fwd.execute(stream(), {{DNNL_ARG_SRC, e.src}, {DNNL_ARG_DST, e.dst}});
   stream().wait();
 }
@@ -159,9 +157,9 @@ void activation_backward(Activation kind, float alpha, std::int64_t count, const
   if (backward_uses_output(kind)) return relu_family_backward(kind, alpha, count, y, dy, dx);
   if (kind == Activation::hardswish) return hardswish_backward(count, x, dy, dx);
   Eltwise& e = eltwise(kind, count);
-  bind(e.src, x);
-  bind(e.diff_dst, dy);
-  bind(e.diff_src, dx);
+  set_handle(e.src, x);
+  set_handle(e.diff_dst, dy);
+  set_handle(e.diff_src, dx);
   e.bwd.execute(
       stream(),
       {{DNNL_ARG_SRC, e.src}, {DNNL_ARG_DIFF_DST, e.diff_dst}, {DNNL_ARG_DIFF_SRC, e.diff_src}});

@@ -69,17 +69,17 @@ struct Arg {
   // Before the primitive: bring an input into the primitive's layout (unless `convert` is false:
   // the internal buffer already holds it, from an earlier slice of the same call).
   const dnnl::memory& in(const void* p, bool convert = true) {
-    bind(user, p);
+    set_handle(user, p);
     if (!inner) return user;
-    bind(*inner, arena().base + offset);
+    set_handle(*inner, arena().base + offset);
     if (convert) to_inner.execute(stream(), user, *inner);
     return *inner;
   }
   // The memory an output is written to; out_done() copies it to the user's buffer.
   const dnnl::memory& out(void* p) {
-    bind(user, p);
+    set_handle(user, p);
     if (!inner) return user;
-    bind(*inner, arena().base + offset);
+    set_handle(*inner, arena().base + offset);
     return *inner;
   }
   void out_done() {
@@ -151,7 +151,7 @@ class Conv final : public ConvOp {
                                                {DNNL_ARG_WEIGHTS, p.f_wei->in(w, weights)},
                                                {DNNL_ARG_DST, p.f_dst->out(y)}};
     if (g_.bias) {
-      bind(p.bias, b);
+      set_handle(p.bias, b);
       args.emplace(DNNL_ARG_BIAS, p.bias);
     }
     p.fwd.execute(stream(), args);
@@ -165,7 +165,7 @@ class Conv final : public ConvOp {
                                                {DNNL_ARG_DIFF_DST, p.w_ddst->in(dy)},
                                                {DNNL_ARG_DIFF_WEIGHTS, p.w_dwei->out(dw)}};
     if (g_.bias) {
-      bind(p.dbias, db);
+      set_handle(p.dbias, db);
       args.emplace(DNNL_ARG_DIFF_BIAS, p.dbias);
     }
     p.bwd_w.execute(stream(), args);

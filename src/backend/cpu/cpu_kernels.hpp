@@ -6,6 +6,10 @@
 
 namespace ddp::backend::cpu {
 
+// Elements below which an element-wise kernel's OpenMP loop runs on one thread: forking the team
+// costs more than the loop.
+inline constexpr std::int64_t kParallelMin = 1 << 16;
+
 void activation_forward(Activation kind, float alpha, std::int64_t count, const float* x, float* y);
 // y = act(y + x) for relu and relu6 (the residual add with the ReLU after it), one pass.
 void add_activation(Activation kind, std::int64_t count, const float* x, float* y);

@@ -23,11 +23,12 @@ inline tag activation_tag(int block) {
 }
 
 // A memory object whose handle is set per call: our buffers are owned by tensors and the flat
-// parameter/gradient buffers, not by oneDNN.
+// parameter/gradient buffers, not by oneDNN. Not named bind: with a std::byte* argument, argument-
+// dependent lookup found std::bind (a better match, doing nothing) wherever <functional> was seen.
 inline dnnl::memory mem(const dnnl::memory::desc& d) {
   return dnnl::memory(d, engine(), DNNL_MEMORY_NONE);
 }
-inline void bind(dnnl::memory& m, const void* p) {
+inline void set_handle(dnnl::memory& m, const void* p) {
   m.set_data_handle(const_cast<void*>(p));
 }
 

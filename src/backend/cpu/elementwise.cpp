@@ -9,10 +9,6 @@
 
 namespace ddp::backend::cpu {
 
-namespace {
-constexpr std::int64_t kParallelMin = 1 << 16;
-}
-
 void dropout_forward(std::int64_t n, std::int64_t per_sample, float p, std::uint64_t seed,
                      const std::int64_t* sample_ids, const float* x, float* mask, float* y) {
   const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;

@@ -14,13 +14,13 @@ class Linear final : public LinearOp {
 
   void forward(std::int64_t n, const float* x, const float* w, const float* b, float* y) override {
     auto& p = prims(n);
-    bind(p.src, x);
-    bind(p.wei, w);
-    bind(p.dst, y);
+    set_handle(p.src, x);
+    set_handle(p.wei, w);
+    set_handle(p.dst, y);
     std::unordered_map<int, dnnl::memory> args{
         {DNNL_ARG_SRC, p.src}, {DNNL_ARG_WEIGHTS, p.wei}, {DNNL_ARG_DST, p.dst}};
     if (g_.bias) {
-      bind(p.bias, b);
+      set_handle(p.bias, b);
       args.emplace(DNNL_ARG_BIAS, p.bias);
     }
     p.fwd.execute(stream(), args);
@@ -30,19 +30,19 @@ class Linear final : public LinearOp {
   void backward(std::int64_t n, const float* x, const float* w, const float* dy, float* dx,
                 float* dw, float* db) override {
     auto& p = prims(n);
-    bind(p.src, x);
-    bind(p.ddst, dy);
-    bind(p.dwei, dw);
+    set_handle(p.src, x);
+    set_handle(p.ddst, dy);
+    set_handle(p.dwei, dw);
     std::unordered_map<int, dnnl::memory> args{
         {DNNL_ARG_SRC, p.src}, {DNNL_ARG_DIFF_DST, p.ddst}, {DNNL_ARG_DIFF_WEIGHTS, p.dwei}};
     if (g_.bias) {
-      bind(p.dbias, db);
+      set_handle(p.dbias, db);
       args.emplace(DNNL_ARG_DIFF_BIAS, p.dbias);
     }
     p.bwd_w.execute(stream(), args);
     if (dx) {
-      bind(p.wei, w);
-      bind(p.dsrc, dx);
+      set_handle(p.wei, w);
+      set_handle(p.dsrc, dx);
       p.bwd_d.execute(
           stream(),
           {{DNNL_ARG_DIFF_DST, p.ddst}, {DNNL_ARG_WEIGHTS, p.wei}, {DNNL_ARG_DIFF_SRC, p.dsrc}});

@@ -95,8 +95,8 @@ class Pool final : public PoolOp {
 
   void forward(std::int64_t n, const float* x, float* y, bool training) override {
     auto& p = prims(n);
-    bind(p.src, x);
-    bind(p.dst, y);
+    set_handle(p.src, x);
+    set_handle(p.dst, y);
     if (training) {
       std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, p.src}, {DNNL_ARG_DST, p.dst}};
       if (g_.kind == PoolKind::max) args.emplace(DNNL_ARG_WORKSPACE, p.ws);
@@ -112,8 +112,8 @@ class Pool final : public PoolOp {
     if (n != last_train_n_)
       throw Error("internal: pooling backward without a matching training forward");
     auto& p = prims(n);
-    bind(p.ddst, dy);
-    bind(p.dsrc, dx);
+    set_handle(p.ddst, dy);
+    set_handle(p.dsrc, dx);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DIFF_DST, p.ddst},
                                                {DNNL_ARG_DIFF_SRC, p.dsrc}};
     if (g_.kind == PoolKind::max) args.emplace(DNNL_ARG_WORKSPACE, p.ws);

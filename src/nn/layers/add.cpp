@@ -69,7 +69,7 @@ class Add final : public Layer, public FusesActivation {
   std::optional<backend::Activation> act_;  // applied to the sum (nn/activation_fusion.hpp)
 };
 
-void to_onnx(OnnxLayer& g) {
+void add_to_onnx(OnnxLayer& g) {
   g.node("Sum", g.inputs(), g.output());
 }
 
@@ -82,7 +82,7 @@ std::vector<LayerType> layer_types_add() {
            .doc = "element-wise sum of two or more inputs of equal shape (inputs = [...])",
            .order = 800,
            .make = make_layer_of<Add>,
-           .onnx = to_onnx}};
+           .onnx = add_to_onnx}};
 }
 }  // namespace registered
 

@@ -122,7 +122,7 @@ class BatchNorm final : public UnaryLayer, public UsesBatchStatsReducer, public 
 };
 
 // Inference form: the running statistics.
-void to_onnx(OnnxLayer& g) {
+void batch_norm_to_onnx(OnnxLayer& g) {
   std::vector<std::string> in = g.inputs();
   for (const char* t : {"weight", "bias", "running_mean", "running_var"}) in.push_back(g.weight(t));
   g.node("BatchNormalization", in, g.output(), {{"epsilon", g.spec().eps}});
@@ -143,7 +143,7 @@ std::vector<LayerType> layer_types_batch_norm() {
                      .range = {.lo = 0.0, .lo_open = true}},
                     keys::init()},
            .make = make_layer_of<BatchNorm>,
-           .onnx = to_onnx}};
+           .onnx = batch_norm_to_onnx}};
 }
 }  // namespace registered
 

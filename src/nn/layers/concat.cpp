@@ -58,7 +58,7 @@ class Concat final : public Layer {
   std::vector<std::int64_t> rows_;  // floats per sample of each input
 };
 
-void to_onnx(OnnxLayer& g) {
+void concat_to_onnx(OnnxLayer& g) {
   g.node("Concat", g.inputs(), g.output(), {{"axis", std::int64_t{1}}});
 }
 
@@ -71,7 +71,7 @@ std::vector<LayerType> layer_types_concat() {
            .doc = "concatenation along channels of two or more inputs (inputs = [...])",
            .order = 810,
            .make = make_layer_of<Concat>,
-           .onnx = to_onnx}};
+           .onnx = concat_to_onnx}};
 }
 }  // namespace registered
 

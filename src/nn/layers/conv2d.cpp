@@ -115,7 +115,7 @@ double Conv2d::forward_flops() const {
   return 2.0 * static_cast<double>(g_.k * g_.oh * g_.ow * (g_.c / g_.groups) * g_.r * g_.s);
 }
 
-void to_onnx(OnnxLayer& g) {
+void conv2d_to_onnx(OnnxLayer& g) {
   const LayerSpec& s = g.spec();
   std::vector<std::string> in = g.inputs();
   in.push_back(g.weight("weight"));
@@ -150,7 +150,7 @@ std::vector<LayerType> layer_types_conv2d() {
                     keys::init()},
            .required = {"out_channels", "kernel"},
            .make = make_layer_of<Conv2d>,
-           .onnx = to_onnx}};
+           .onnx = conv2d_to_onnx}};
 }
 }  // namespace registered
 

@@ -46,7 +46,7 @@ class Dropout final : public UnaryLayer {
 };
 
 // Inference form: the identity.
-void to_onnx(OnnxLayer& g) {
+void dropout_to_onnx(OnnxLayer& g) {
   g.node("Identity", g.inputs(), g.output());
 }
 
@@ -61,7 +61,7 @@ std::vector<LayerType> layer_types_dropout() {
            .keys = {{DDP_SPEC_FIELD(p), .help = "drop probability",
                      .range = {.lo = 0.0, .hi = 1.0, .hi_open = true}}},
            .make = make_layer_of<Dropout>,
-           .onnx = to_onnx}};
+           .onnx = dropout_to_onnx}};
 }
 }  // namespace registered
 

@@ -14,7 +14,7 @@ class Flatten final : public UnaryLayer {
   void backward(const Tensor&, const Tensor&, const Tensor&, const Tensor*) override {}
 };
 
-void to_onnx(OnnxLayer& g) {
+void flatten_to_onnx(OnnxLayer& g) {
   g.node("Flatten", g.inputs(), g.output());
 }
 
@@ -27,7 +27,7 @@ std::vector<LayerType> layer_types_flatten() {
            .doc = "C x H x W -> C*H*W (a view, no copy)",
            .order = 600,
            .make = make_layer_of<Flatten>,
-           .onnx = to_onnx}};
+           .onnx = flatten_to_onnx}};
 }
 }  // namespace registered
 

@@ -45,7 +45,7 @@ class GlobalAvgPool final : public UnaryLayer {
 };
 
 // Flattened, as our layer's output is [N, C].
-void to_onnx(OnnxLayer& g) {
+void global_avgpool_to_onnx(OnnxLayer& g) {
   g.node("GlobalAveragePool", g.inputs(), g.output() + "/pooled");
   g.node("Flatten", {g.output() + "/pooled"}, g.output());
 }
@@ -59,7 +59,7 @@ std::vector<LayerType> layer_types_global_avgpool() {
            .doc = "mean over height and width: C x H x W -> C",
            .order = 520,
            .make = make_layer_of<GlobalAvgPool>,
-           .onnx = to_onnx}};
+           .onnx = global_avgpool_to_onnx}};
 }
 }  // namespace registered
 

@@ -52,7 +52,7 @@ class Linear final : public UnaryLayer {
 };
 
 // Our linear flattens each sample itself; Gemm wants [N, features].
-void to_onnx(OnnxLayer& g) {
+void linear_to_onnx(OnnxLayer& g) {
   const std::string flat = g.output() + "/flat";
   g.node("Flatten", g.inputs(), flat);
   std::vector<std::string> in = {flat, g.weight("weight")};
@@ -73,7 +73,7 @@ std::vector<LayerType> layer_types_linear() {
                     keys::init()},
            .required = {"out_features"},
            .make = make_layer_of<Linear>,
-           .onnx = to_onnx}};
+           .onnx = linear_to_onnx}};
 }
 }  // namespace registered
 

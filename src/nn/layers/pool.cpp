@@ -76,7 +76,7 @@ std::optional<SpecProblem> check(const LayerSpec& s) {
                          ": must be at most kernel / 2 (kernel = " + config_text(s.kernel) + ")"};
 }
 
-void to_onnx(OnnxLayer& g) {
+void pool_to_onnx(OnnxLayer& g) {
   const LayerSpec& s = g.spec();
   const bool avg = s.type == "avgpool";
   std::vector<OnnxAttr> attrs = {{"kernel_shape", onnx_pair(s.kernel)},
@@ -100,7 +100,7 @@ std::vector<LayerType> layer_types_pool() {
            .keys = window,
            .required = {"kernel"},
            .make = make_layer_of<Pool>,
-           .onnx = to_onnx,
+           .onnx = pool_to_onnx,
            .check = check},
           {.type = "avgpool",
            .family = "pool",
@@ -109,7 +109,7 @@ std::vector<LayerType> layer_types_pool() {
            .keys = window,
            .required = {"kernel"},
            .make = make_layer_of<Pool>,
-           .onnx = to_onnx,
+           .onnx = pool_to_onnx,
            .check = check}};
 }
 }  // namespace registered
