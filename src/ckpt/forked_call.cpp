@@ -15,7 +15,6 @@
 namespace ddp::ckpt {
 namespace {
 
-using Kind = ForkedCallFailure::Kind;
 using Clock = std::chrono::steady_clock;
 
 class Fd {
@@ -93,14 +92,16 @@ std::string call_in_child(const std::function<std::string()>& work,
                           std::chrono::seconds time_limit) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
-    throw ForkedCallFailure(Kind::kNotStarted, std::string("cannot start a child process: pipe: ") +
-                                                   std::strerror(errno));
+    throw ForkedCallFailure(
+        ForkedCallFailure::Kind::kNotStarted,
+        std::string("cannot start a child process: pipe: ") + std::strerror(errno));
   Fd in(fds[0]), out(fds[1]);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0)
-    throw ForkedCallFailure(Kind::kNotStarted, std::string("cannot start a child process: fork: ") +
-                                                   std::strerror(errno));
+    throw ForkedCallFailure(
+        ForkedCallFailure::Kind::kNotStarted,
+        std::string("cannot start a child process: fork: ") + std::strerror(errno));
   if (pid == 0) {
     in.reset();
     child_main(out.get(), parent, work);
@@ -116,7 +117,7 @@ std::string call_in_child(const std::function<std::string()>& work,
     if (left <= 0) {
       ::kill(pid, SIGKILL);
       reap(pid);
-      throw ForkedCallFailure(Kind::kTimedOut,
+      throw ForkedCallFailure(ForkedCallFailure::Kind::kTimedOut,
                               "did not finish within " + std::to_string(time_limit.count()) + " s");
     }
     pollfd p{in.get(), POLLIN, 0};
@@ -128,7 +129,8 @@ std::string call_in_child(const std::function<std::string()>& work,
       const std::string why = std::strerror(errno);
       ::kill(pid, SIGKILL);
       reap(pid);
-      throw ForkedCallFailure(Kind::kDied, "its answer could not be read: " + why);
+      throw ForkedCallFailure(ForkedCallFailure::Kind::kDied,
+                              "its answer could not be read: " + why);
     }
     if (n == 0) break;
     answer.append(buf, static_cast<std::size_t>(n));
@@ -137,8 +139,9 @@ std::string call_in_child(const std::function<std::string()>& work,
   if (status >= 0 && WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     const char* name = ::strsignal(sig);
-    throw ForkedCallFailure(Kind::kDied, "crashed (signal " + std::to_string(sig) +
-                                             (name ? std::string(", ") + name : "") + ")");
+    throw ForkedCallFailure(
+        ForkedCallFailure::Kind::kDied,
+        "crashed (signal " + std::to_string(sig) + (name ? std::string(", ") + name : "") + ")");
   }
   // Complete by its length (waitpid cannot tell where SIGCHLD is ignored).
   constexpr std::size_t kPrefix = 1 + sizeof(std::uint64_t);
@@ -147,12 +150,12 @@ std::string call_in_child(const std::function<std::string()>& work,
   if (answer.size() < kPrefix || answer.size() - kPrefix != size ||
       (answer[0] != 'O' && answer[0] != 'E'))
     throw ForkedCallFailure(
-        Kind::kDied,
+        ForkedCallFailure::Kind::kDied,
         "ended without an answer (exit status " +
             std::to_string(status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
   const bool threw = answer[0] == 'E';
   answer.erase(0, kPrefix);
-  if (threw) throw ForkedCallFailure(Kind::kThrew, answer);
+  if (threw) throw ForkedCallFailure(ForkedCallFailure::Kind::kThrew, answer);
   return answer;
 }
 
