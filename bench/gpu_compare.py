@@ -450,9 +450,9 @@ def parse(argv):
                    help="ddp_train chooses cuDNN algorithms by timing (gpu_bench --find; its "
                         "default now)")
     p.add_argument("--ours-variant", action="append", default=[], metavar='NAME:"ARGS"',
-                   help="ddp_train as a variant NAME with these extra gpu_bench arguments "
-                        "(repeatable; each measured in the same rounds), e.g. "
-                        "before:\"--bn cudnn --algos heuristic\" after:\"\"")
+                   help="ddp_train as a variant NAME with these extra gpu_bench arguments, "
+                        "separated by spaces or commas (repeatable; each measured in the same "
+                        "rounds), e.g. before:--bn,cudnn,--algos,heuristic after:")
     p.add_argument("--python", default=sys.executable, help="the Python with PyTorch")
     p.add_argument("--device", default="cuda", help="PyTorch's device (cpu: the self-test)")
     p.add_argument("--tiny", action="store_true", help="PyTorch side: torch_gpu_step.py --tiny")
@@ -478,7 +478,9 @@ def parse(argv):
                 p.error(f"--ours-variant {item!r}: expected NAME:ARGS with a new NAME of "
                         f"letters, digits and _.+- (not eager or compiled)")
             try:
-                args.variants.append((name, shlex.split(rest)))
+                # Commas separate arguments too: gpu_check.sh --compare-args splits on spaces
+                # only (gpu_bench's own arguments here have no commas).
+                args.variants.append((name, shlex.split(rest.replace(",", " "))))
             except ValueError as e:
                 p.error(f"--ours-variant {item!r}: {e}")
     if args.seconds != "auto":

@@ -113,7 +113,7 @@ grep -q '^| resnet20 | 32x32, 512 | bf16 | 1,600 (1,100-2,100) | ' "$WORK/out/ta
 # --- two variants of ddp_train in the same rounds (the before/after A/B) --------------------------
 FAKE_LOG="$WORK/fake3.log" PYTHON="$PY" bash "$SRC/bench/gpu_compare.sh" --gpu-bench "$WORK/fake_gpu_bench" \
   --out "$WORK/out3" --device cpu --tiny --models resnet20 --precisions bf16 --rounds 2 \
-  --seconds 0.1 --budget 900 --profile none --ours-variant 'before:--bn cudnn --algos heuristic' \
+  --seconds 0.1 --budget 900 --profile none --ours-variant 'before:--bn cudnn,--algos heuristic' \
   --ours-variant after: > "$WORK/compare3.out" 2>&1 ||
   { cat "$WORK/compare3.out" "$WORK/out3/log.txt"; fail "gpu_compare.sh with two variants failed"; }
 cat "$WORK/compare3.out"
