@@ -63,17 +63,6 @@ Cover cover(std::int64_t n, std::int64_t c, std::int64_t hw, int v) {
 }
 
 template <int V>
-struct VecOf;
-template <>
-struct VecOf<1> {
-  using T = float;
-};
-template <>
-struct VecOf<4> {
-  using T = float4;
-};
-
-template <int V>
 __device__ __forceinline__ void load(const float* p, std::int64_t at, float (&out)[V]) {
   if constexpr (V == 4) {
     const float4 q = reinterpret_cast<const float4*>(p)[at];
