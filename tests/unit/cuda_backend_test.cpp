@@ -153,43 +153,54 @@ TEST_F(CudaVsCpu, ConvolutionForwardBackward) {
       {"depthwise 960x1x1 k3 p1", conv_geom_ex(960, 1, 1, 960, 960, 3, 3, 1, 1, 1, 1, 1, 1), 4},
       {"1x1 960->320 at 1x1", conv_geom_ex(960, 1, 1, 320, 1, 1, 1, 1, 1, 0, 0, 1, 1), 4},
   };
-  std::uint64_t seed = 1;
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const ConvGeom& g = c.g;
-    const auto xn = static_cast<std::size_t>(c.n * g.c * g.h * g.w);
-    const auto yn = static_cast<std::size_t>(c.n * g.k * g.oh * g.ow);
-    const auto wn = static_cast<std::size_t>(g.k * (g.c / g.groups) * g.r * g.s);
-    const auto bn = static_cast<std::size_t>(g.k);
-    const auto x = random_vec(xn, ++seed), w = random_vec(wn, ++seed, -0.3f, 0.3f),
-               b = random_vec(bn, ++seed), dy = random_vec(yn, ++seed);
-    auto cop = cpu_->conv(g);
-    auto gop = gpu_->conv(g);
+  // Algorithms timed (gpu_, the default: the fastest deterministic one of cudnnFind's list) and by
+  // cuDNN's heuristics (CudaOptions::benchmark = false); the second backend runs on its own stream,
+  // so it is synchronised before the results are read through gpu_.
+  CudaOptions heuristic;
+  heuristic.benchmark = false;
+  auto heuristic_gpu = make_cuda_backend(0, heuristic);
+  for (CudaBackend* be : {gpu_.get(), heuristic_gpu.get()}) {
+    SCOPED_TRACE(be == gpu_.get() ? "timed algorithms" : "heuristic algorithms");
+    std::uint64_t seed = 1;
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.name);
+      const ConvGeom& g = c.g;
+      const auto xn = static_cast<std::size_t>(c.n * g.c * g.h * g.w);
+      const auto yn = static_cast<std::size_t>(c.n * g.k * g.oh * g.ow);
+      const auto wn = static_cast<std::size_t>(g.k * (g.c / g.groups) * g.r * g.s);
+      const auto bn = static_cast<std::size_t>(g.k);
+      const auto x = random_vec(xn, ++seed), w = random_vec(wn, ++seed, -0.3f, 0.3f),
+                 b = random_vec(bn, ++seed), dy = random_vec(yn, ++seed);
+      auto cop = cpu_->conv(g);
+      auto gop = be->conv(g);
 
-    std::vector<float> y(yn), dx(xn), dw(wn), db(bn);
-    cop->forward(c.n, x.data(), w.data(), g.bias ? b.data() : nullptr, y.data());
-    cop->backward(c.n, x.data(), w.data(), dy.data(), dx.data(), dw.data(),
-                  g.bias ? db.data() : nullptr);
+      std::vector<float> y(yn), dx(xn), dw(wn), db(bn);
+      cop->forward(c.n, x.data(), w.data(), g.bias ? b.data() : nullptr, y.data());
+      cop->backward(c.n, x.data(), w.data(), dy.data(), dx.data(), dw.data(),
+                    g.bias ? db.data() : nullptr);
 
-    auto X = up(x), W = up(w), B = up(b), DY = up(dy);
-    auto Y = zeros(yn), DX = zeros(xn), DW = zeros(wn), DB = zeros(bn);
-    gop->forward(c.n, X.floats(), W.floats(), g.bias ? B.floats() : nullptr, Y.floats());
-    gop->backward(c.n, X.floats(), W.floats(), DY.floats(), DX.floats(), DW.floats(),
-                  g.bias ? DB.floats() : nullptr);
-    expect_close(y, down(Y, yn), 5e-4, 1e-3, "forward y");
-    expect_close(dx, down(DX, xn), 5e-4, 1e-3, "backward dx");
-    expect_close(dw, down(DW, wn), 5e-4, 1e-3, "backward dw");
-    if (g.bias) expect_close(db, down(DB, bn), 5e-4, 1e-3, "backward db");
+      auto X = up(x), W = up(w), B = up(b), DY = up(dy);
+      auto Y = zeros(yn), DX = zeros(xn), DW = zeros(wn), DB = zeros(bn);
+      gop->forward(c.n, X.floats(), W.floats(), g.bias ? B.floats() : nullptr, Y.floats());
+      gop->backward(c.n, X.floats(), W.floats(), DY.floats(), DX.floats(), DW.floats(),
+                    g.bias ? DB.floats() : nullptr);
+      be->synchronize();
+      expect_close(y, down(Y, yn), 5e-4, 1e-3, "forward y");
+      expect_close(dx, down(DX, xn), 5e-4, 1e-3, "backward dx");
+      expect_close(dw, down(DW, wn), 5e-4, 1e-3, "backward dw");
+      if (g.bias) expect_close(db, down(DB, bn), 5e-4, 1e-3, "backward db");
 
-    // The first layer's backward without an input gradient, and a second batch size (a new plan).
-    const std::int64_t n2 = c.n - 1;
-    gop->backward(n2, X.floats(), W.floats(), DY.floats(), nullptr, DW.floats(),
-                  g.bias ? DB.floats() : nullptr);
-    cop->backward(n2, x.data(), w.data(), dy.data(), nullptr, dw.data(),
-                  g.bias ? db.data() : nullptr);
-    expect_close(dw, down(DW, wn), 5e-4, 1e-3, "backward dw (batch n-1, no dx)");
+      // The first layer's backward without an input gradient, and a second batch size (a new plan).
+      const std::int64_t n2 = c.n - 1;
+      gop->backward(n2, X.floats(), W.floats(), DY.floats(), nullptr, DW.floats(),
+                    g.bias ? DB.floats() : nullptr);
+      cop->backward(n2, x.data(), w.data(), dy.data(), nullptr, dw.data(),
+                    g.bias ? db.data() : nullptr);
+      be->synchronize();
+      expect_close(dw, down(DW, wn), 5e-4, 1e-3, "backward dw (batch n-1, no dx)");
+    }
+    EXPECT_LE(be->workspace_bytes(), CudaOptions{}.workspace_limit_bytes);
   }
-  EXPECT_LE(gpu_->workspace_bytes(), CudaOptions{}.workspace_limit_bytes);
 }
 
 // --- pooling -------------------------------------------------------------------------------------
