@@ -314,6 +314,7 @@ void Trainer::print_banner(std::int64_t segment) {
                     train_set().num_classes(), steps_per_epoch_, plan_,
                     pending_shares_.empty() ? plan_.shares() : pending_shares_);
   out_ << data_.note;
+  if (plan_.chunk() > 0) out_ << reproducible_line(plan_, backend::compute_threads());
   out_ << "run: " << state_.run_id << ", segment " << segment << ", in " << cfg_.run.dir << "\n";
   out_.flush();
 }
