@@ -22,7 +22,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo "command: $0 $*  (LIMIT=$limit, REPEAT=$repeat, CHUNK=$chunk, data $data)"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) CPUs;" \
-  "oneDNN ISA: $(grep -o 'avx512[a-z_]*\|avx2\|avx\b' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  "flags: $(grep -m1 -o 'avx512f\|avx512_bf16\|avx512_vnni\|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # run NP THREADS REPRODUCIBLE -> images/s of epoch 2
@@ -32,7 +32,10 @@ run() {
     --data.train_limit "$limit" --data.test_limit 128 --train.epochs 2 --train.global_batch 128 \
     --train.save_every 0 --runtime.threads "$2" --train.reproducible "$3" --train.chunk "$chunk" \
     --run.tensorboard false --run-dir "$dir" > "$dir/log" 2>&1 || { cat "$dir/log" >&2; exit 1; }
-  grep '"epoch": 2' "$dir/metrics.jsonl" | grep -o '"images_per_s": [0-9.e+-]*' | awk '{ print $2 }'
+  python3 -c 'import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r.get("epoch") == 2 and "test_acc" in r: print(round(r["images_per_s"], 1))' "$dir/metrics.jsonl"
   rm -rf "$dir"
 }
 stats() {  # median min max of the arguments
