@@ -370,6 +370,15 @@ const std::vector<ConfigKey>& config_keys() {
        .help = "train.rank_shares = auto re-balances at an epoch's end when the predicted step "
                "time improves by more than this fraction",
        .range = at_least(0.0)},
+      {DDP_KEY(train, reproducible),
+       .help = "bitwise-reproducible training: the same final weights on any number of ranks, "
+               "rank shares and threads, and across a resume on another world size (each chunk's "
+               "gradient computed alone, summed exactly in fixed point; batch norm by chunk; "
+               "docs/data_parallelism.md)"},
+      {DDP_KEY(train, chunk),
+       .help = "train.reproducible: samples per chunk, dividing the global batch (an epoch's "
+               "short last batch ends with one short chunk); ranks and threads take whole chunks",
+       .range = at_least(1)},
       {DDP_KEY(train, resume),
        .help = "\"\" = start a new run (run.dir must not hold another), auto = continue the run "
                "in run.dir from its newest complete snapshot (or start it; a complete run exits "

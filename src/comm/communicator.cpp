@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "ddp/error.hpp"
 
@@ -18,6 +19,21 @@ void Communicator::allgather(std::span<const std::byte> mine, std::span<std::byt
 
 Request Communicator::iallreduce_sum(std::span<float> data) {
   allreduce_sum(data);
+  return Request{};
+}
+
+Request Communicator::iallreduce_sum_int64(std::span<std::int64_t> data) {
+  allreduce_sum(data);
+  return Request{};
+}
+
+Request Communicator::iallreduce_max_int64(std::span<std::int64_t> data) {
+  if (size() == 1) return Request{};
+  std::vector<std::int64_t> all(data.size() * static_cast<std::size_t>(size()));
+  allgather(std::as_bytes(data), std::as_writable_bytes(std::span<std::int64_t>(all)));
+  for (int r = 0; r < size(); ++r)
+    for (std::size_t i = 0; i < data.size(); ++i)
+      data[i] = std::max(data[i], all[static_cast<std::size_t>(r) * data.size() + i]);
   return Request{};
 }
 

@@ -109,12 +109,12 @@ MpiComm::Op MpiComm::begin(std::string kind, std::size_t bytes) {
 }
 
 template <class T>
-MpiComm::Op MpiComm::start_allreduce(std::span<T> data, MPI_Datatype type) {
-  Op op = begin("allreduce", data.size_bytes());
+MpiComm::Op MpiComm::start_allreduce(std::span<T> data, MPI_Datatype type, MPI_Op reduce) {
+  Op op = begin(reduce == MPI_MAX ? "allreduce (max)" : "allreduce", data.size_bytes());
   for (std::size_t off = 0; off < data.size(); off += kChunk) {
     const auto n = static_cast<int>(std::min(kChunk, data.size() - off));
     op.reqs.push_back(MPI_REQUEST_NULL);
-    check(MPI_Iallreduce(MPI_IN_PLACE, data.data() + off, n, type, MPI_SUM, comm_, &op.reqs.back()),
+    check(MPI_Iallreduce(MPI_IN_PLACE, data.data() + off, n, type, reduce, comm_, &op.reqs.back()),
           "MPI_Iallreduce (collective #" + std::to_string(op.seq) + ")");
   }
   return op;
@@ -230,11 +230,22 @@ void MpiComm::allgather(std::span<const std::byte> mine, std::span<std::byte> al
   wait_op(op);
 }
 
-Request MpiComm::iallreduce_sum(std::span<float> data) {
-  Op op = start_allreduce(data, MPI_FLOAT);
+Request MpiComm::pend(Op op) {
   const std::uint64_t id = next_request_++;
   pending_.emplace(id, std::move(op));
   return Request{id};
+}
+
+Request MpiComm::iallreduce_sum(std::span<float> data) {
+  return pend(start_allreduce(data, MPI_FLOAT));
+}
+
+Request MpiComm::iallreduce_sum_int64(std::span<std::int64_t> data) {
+  return pend(start_allreduce(data, MPI_INT64_T));
+}
+
+Request MpiComm::iallreduce_max_int64(std::span<std::int64_t> data) {
+  return pend(start_allreduce(data, MPI_INT64_T, MPI_MAX));
 }
 
 void MpiComm::wait(Request& r) {

@@ -9,6 +9,7 @@
 
 #include "ddp/data/sampler.hpp"
 #include "ddp/error.hpp"
+#include "ddp/sync/fixed_point_sum.hpp"
 #include "joined_numbers.hpp"
 
 namespace ddp::train {
@@ -75,6 +76,57 @@ std::vector<std::int64_t> configured_shares(const WordOrNumbers& s, std::int64_t
   return sizes;
 }
 
+// Reproducible mode: each rank's share is a whole number of chunks, cut from the global batch's
+// chunks by train.rank_shares (largest remainders); ConfigError for settings that contradict it.
+std::vector<std::int64_t> reproducible_shares(const Options& train, std::int64_t global_batch,
+                                              int world) {
+  const std::int64_t chunk = train.chunk;
+  if (chunk < 1)
+    throw ConfigError("train.chunk = " + std::to_string(chunk) + ": a chunk needs a sample");
+  if (train.accumulate != 1)
+    throw ConfigError("train.accumulate = " + std::to_string(train.accumulate) +
+                      " with train.reproducible: the chunks (train.chunk) are the micro-batches; "
+                      "leave train.accumulate at 1");
+  const auto& cap = train.max_micro_batch;
+  if (!cap.word.empty() || (!cap.numbers.empty() && cap.numbers[0] != 0.0))
+    throw ConfigError(
+        "train.max_micro_batch = " + (cap.word.empty() ? list_text(cap.numbers) : cap.word) +
+        " with train.reproducible: every pass runs one chunk of train.chunk = " +
+        std::to_string(chunk) + " samples; leave train.max_micro_batch at 0");
+  if (global_batch % chunk != 0)
+    throw ConfigError("train.chunk = " + std::to_string(chunk) +
+                      " does not divide the global batch of " + std::to_string(global_batch) +
+                      " (train.global_batch): reproducible mode cuts every global batch into "
+                      "whole chunks; choose a chunk that divides it");
+  const std::int64_t chunks = global_batch / chunk;
+  if (chunks > sync::fixed::kMaxTerms)
+    throw ConfigError("train.chunk = " + std::to_string(chunk) + " cuts the global batch of " +
+                      std::to_string(global_batch) + " into " + std::to_string(chunks) +
+                      " chunks, more than the exact sum's " +
+                      std::to_string(sync::fixed::kMaxTerms) + "; choose a larger chunk");
+  const auto& s = train.rank_shares;
+  const std::vector<std::int64_t> counts =
+      s.word.empty() ? data::slice_sizes(chunks, std::span<const double>(s.numbers))
+                     : data::slice_sizes(chunks, data::equal_shares(world));
+  if (std::ssize(counts) != world)
+    throw ConfigError("train.rank_shares = " + list_text(s.numbers) + ": " +
+                      std::to_string(counts.size()) + " share(s) for " + std::to_string(world) +
+                      " rank(s): give one share per rank (or \"equal\", \"auto\")");
+  std::vector<std::int64_t> sizes;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    if (counts[r] < 1)
+      throw ConfigError("train.reproducible: rank " + std::to_string(r) +
+                        " gets no chunk of the global batch of " + std::to_string(global_batch) +
+                        " (" + std::to_string(chunks) + " chunks of train.chunk = " +
+                        std::to_string(chunk) + " for " + std::to_string(world) + " rank(s)" +
+                        (s.word.empty() ? ", train.rank_shares = " + list_text(s.numbers) : "") +
+                        "): every rank needs a chunk; use a larger train.global_batch or a "
+                        "smaller train.chunk");
+    sizes.push_back(counts[r] * chunk);
+  }
+  return sizes;
+}
+
 }  // namespace
 
 BatchPlan::BatchPlan(const Options& train, bool sync_batchnorm, int world, int rank,
@@ -91,7 +143,12 @@ BatchPlan::BatchPlan(const Options& train, bool sync_batchnorm, int world, int r
                       " is smaller than " + std::to_string(world) + " ranks x " +
                       std::to_string(k) +
                       " micro-batches (train.accumulate): every micro-batch needs a sample");
-  shares_ = configured_shares(train.rank_shares, global_batch_, world);
+  if (train.reproducible) {
+    chunk_ = train.chunk;
+    shares_ = reproducible_shares(train, global_batch_, world);
+  } else {
+    shares_ = configured_shares(train.rank_shares, global_batch_, world);
+  }
   for (std::size_t r = 0; r < shares_.size(); ++r)
     if (shares_[r] < k)
       throw ConfigError("train.rank_shares = " + list_text(train.rank_shares.numbers) + ": rank " +
@@ -103,7 +160,9 @@ BatchPlan::BatchPlan(const Options& train, bool sync_batchnorm, int world, int r
   const auto& cap = train.max_micro_batch;
   caps_.assign(static_cast<std::size_t>(world),
                cap.word == "auto" ? 0 : static_cast<std::int64_t>(cap.numbers.at(0)));
-  same_micro_count_ = sync_batchnorm && world > 1;
+  // (Reproducible mode runs a rank's chunks and joins the collectives of the chunks it lacks
+  // itself: chunk_step.hpp.)
+  same_micro_count_ = sync_batchnorm && world > 1 && chunk_ == 0;
   // The configured global batch and the epoch's short last one.
   global_sizes_ = {global_batch_};
   if (dataset_size > 0) {
@@ -119,6 +178,14 @@ BatchPlan::BatchPlan(const Options& train, bool sync_batchnorm, int world, int r
 }
 
 MicroBatchPlan BatchPlan::step(std::int64_t global_size) const {
+  if (chunk_ > 0) {
+    MicroBatchPlan p;
+    p.chunk = chunk_;
+    p.chunks = rank_chunks(global_size, chunk_, shares_, rank_);
+    p.samples = p.chunks.end - p.chunks.begin;
+    p.real = p.total = p.chunks.count;
+    return p;
+  }
   const auto slices = data::slice_sizes(global_size, std::span<const std::int64_t>(shares_));
   return plan_micro_batches(slices, caps_, accumulate_, rank_, same_micro_count_);
 }
@@ -130,6 +197,12 @@ void BatchPlan::size() {
   // Largest remainders can give a rank more of a smaller batch.
   for (const auto g : global_sizes_) {
     const MicroBatchPlan p = step(g);
+    if (chunk_ > 0) {  // one chunk per pass
+      rank_batch_ = std::max(rank_batch_, p.samples);
+      micro_batch_ = chunk_;
+      max_micro_batches_ = std::max(max_micro_batches_, p.total);
+      continue;
+    }
     rank_batch_ = std::max(rank_batch_, p.samples);
     micro_batch_ = std::max(micro_batch_, p.largest());
     max_micro_batches_ = std::max(max_micro_batches_, p.total);
@@ -142,6 +215,9 @@ std::vector<std::int64_t> BatchPlan::shares_for(const std::vector<std::int64_t>&
                 std::to_string(world()) + " rank(s)");
   for (const auto w : weights)
     if (w <= 0) throw Error("set_rank_shares: share " + std::to_string(w) + " is not positive");
+  if (chunk_ > 0)
+    return chunk_shares(chunks_per_rank(global_batch_, chunk_, weights),
+                        "set_rank_shares: shares " + join(weights));
   auto sizes = data::slice_sizes(global_batch_, std::span<const std::int64_t>(weights));
   for (std::size_t r = 0; r < sizes.size(); ++r)
     if (sizes[r] < accumulate_)
@@ -155,8 +231,9 @@ std::vector<std::int64_t> BatchPlan::shares_for(const std::vector<std::int64_t>&
 bool BatchPlan::fits(const std::vector<std::int64_t>& shares) const {
   return std::ssize(shares) == world() &&
          std::accumulate(shares.begin(), shares.end(), std::int64_t{0}) == global_batch_ &&
-         std::all_of(shares.begin(), shares.end(),
-                     [&](std::int64_t n) { return n >= accumulate_; });
+         std::all_of(shares.begin(), shares.end(), [&](std::int64_t n) {
+           return n >= accumulate_ && (chunk_ == 0 || (n > 0 && n % chunk_ == 0));
+         });
 }
 
 BatchPlan BatchPlan::with_shares(std::vector<std::int64_t> shares) const {
@@ -179,6 +256,19 @@ BatchPlan BatchPlan::with_caps(std::vector<std::int64_t> caps) const {
   p.caps_ = std::move(caps);
   p.size();
   return p;
+}
+
+std::vector<std::int64_t> BatchPlan::chunk_shares(const std::vector<std::int64_t>& counts,
+                                                  const std::string& what) const {
+  std::vector<std::int64_t> sizes(counts.size());
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    if (counts[r] < 1)
+      throw Error(what + " leave rank " + std::to_string(r) + " no chunk of the global batch of " +
+                  std::to_string(global_batch_) + " (" + std::to_string(global_batch_ / chunk_) +
+                  " chunks of train.chunk = " + std::to_string(chunk_) + ")");
+    sizes[r] = counts[r] * chunk_;
+  }
+  return sizes;
 }
 
 std::int64_t auto_micro_batch_cap(const DeviceMemoryFigures& m) {

@@ -52,6 +52,7 @@ void Checkpointer::save(std::int64_t epoch, std::int64_t step_in_epoch,
   meta.run_train_s = state_.run_time_s();
   if (step_in_epoch > 0) meta.epoch_progress = state_.progress;
   meta.rank_shares = shares;
+  meta.chunk = cfg_.train.reproducible ? cfg_.train.chunk : 0;
   if (scaler_.enabled()) {
     meta.loss_scale = scaler_.scale();
     meta.loss_scale_good_steps = scaler_.good_steps();
@@ -104,6 +105,16 @@ std::vector<std::int64_t> Checkpointer::resume(const BatchPlan& plan,
   const std::optional<ckpt::SnapshotState> snapshot = read_and_broadcast();
   if (!snapshot) return {};
   const ckpt::SnapshotMeta& m = snapshot->meta;
+  // A reproducible run's sums depend on its chunks: another chunk size cannot continue it bitwise.
+  if (cfg_.train.reproducible && m.chunk > 0 && m.chunk != cfg_.train.chunk)
+    throw ConfigError(
+        "train.chunk = " + std::to_string(cfg_.train.chunk) +
+        ": the snapshot was trained reproducibly with train.chunk = " + std::to_string(m.chunk) +
+        ", and only the same chunks continue it bitwise; resume with train.chunk = " +
+        std::to_string(m.chunk) + " (or leave train.reproducible off)");
+  if (cfg_.train.reproducible && m.chunk == 0)
+    out_ << "resume: the snapshot was not trained with train.reproducible; training is "
+            "reproducible from here on\n";
   state_.start_epoch = m.position.epoch;
   state_.start_step = m.position.step_in_epoch;
   state_.samples_seen = m.position.samples_seen;

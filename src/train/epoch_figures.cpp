@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <span>
+#include <utility>
 
 namespace ddp::train {
 
@@ -15,10 +16,18 @@ Error diverged_error(std::int64_t epoch, const std::string& where) {
 
 EpochLoss::EpochLoss(nn::SoftmaxCrossEntropy& loss, std::int64_t epoch, std::int64_t first_step,
                      int world, int rank)
-    : loss_(loss), epoch_(epoch), world_(world), rank_(rank), checked_step_(first_step) {}
+    : EpochLoss([&loss] { return loss.take(); }, epoch, first_step, world, rank) {}
+
+EpochLoss::EpochLoss(std::function<nn::LossSums()> take, std::int64_t epoch,
+                     std::int64_t first_step, int world, int rank)
+    : take_(std::move(take)),
+      epoch_(epoch),
+      world_(world),
+      rank_(rank),
+      checked_step_(first_step) {}
 
 void EpochLoss::take(std::int64_t step, std::int64_t global_step) {
-  const auto r = loss_.take();
+  const auto r = take_();
   sum_ += r.loss_sum;
   correct_ += r.correct;
   if (!std::isfinite(sum_) && nonfinite_at_ == 0) {

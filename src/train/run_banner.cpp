@@ -102,6 +102,16 @@ std::string shares_line(const BatchPlan& plan) {
          " samples of each global batch of " + std::to_string(plan.global_batch()) + "\n";
 }
 
+std::string reproducible_line(const BatchPlan& plan, int threads) {
+  std::vector<std::int64_t> chunks;
+  for (const auto s : plan.shares()) chunks.push_back(s / plan.chunk());
+  return "reproducible: " + std::to_string(plan.global_batch() / plan.chunk()) + " chunks of " +
+         std::to_string(plan.chunk()) + " samples per global batch (rank shares " +
+         join(chunks, " + ") + " chunks), each computed alone on one thread, " +
+         std::to_string(threads) +
+         " at a time per rank; gradients, batch-norm statistics and loss summed exactly\n";
+}
+
 std::string final_line(const EpochMetrics& last, std::uint64_t digest) {
   char buf[160];
   std::snprintf(

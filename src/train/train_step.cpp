@@ -57,19 +57,24 @@ double TrainStep::run(const data::Batch& batch, const MicroBatchPlan& plan, Batc
                 std::to_string(plan.samples));
   const Timing timing = start_timing();
 
-  // 1. Forward, loss and backward of each micro-batch; the gradient buckets start all-reducing as
-  //    the last backward finishes them.
-  forward_backward(batch, plan, global_step);
+  if (chunks_) {
+    // 1 and 2 in reproducible mode: each chunk alone, summed exactly over every rank's chunks.
+    run_chunks(batch, plan, global_step);
+  } else {
+    // 1. Forward, loss and backward of each micro-batch; the gradient buckets start all-reducing
+    //    as the last backward finishes them.
+    forward_backward(batch, plan, global_step);
 
-  // 2. The gradients summed over every rank and micro-batch. On a GPU the compute stream waits,
-  //    not the host (NCCL in training orders its blocking all-reduce of device memory the same
-  //    way, so comm.overlap = false does not make the host wait either).
-  if (step_timer_) step_timer_->backward_done();
-  {
-    const TraceSpan wait(trace_, "gradient wait", global_step);
-    p_.sync.finish();
+    // 2. The gradients summed over every rank and micro-batch. On a GPU the compute stream waits,
+    //    not the host (NCCL in training orders its blocking all-reduce of device memory the same
+    //    way, so comm.overlap = false does not make the host wait either).
+    if (step_timer_) step_timer_->backward_done();
+    {
+      const TraceSpan wait(trace_, "gradient wait", global_step);
+      p_.sync.finish();
+    }
+    if (step_timer_) step_timer_->gradients_ready(batch.size);
   }
-  if (step_timer_) step_timer_->gradients_ready(batch.size);
   // The next batch is staged while the device computes this one (after finish(), which starts
   // the last buckets).
   feed.prefetch();
@@ -151,6 +156,40 @@ void TrainStep::forward_backward(const data::Batch& batch, const MicroBatchPlan&
   }
 }
 
+void TrainStep::run_chunks(const data::Batch& batch, const MicroBatchPlan& plan,
+                           std::int64_t global_step) {
+  const TraceSpan traced(trace_, "chunks", global_step);
+  const bool inject = rank_ == fault_inf_rank_ && global_step == fault_inf_step_;
+  if (inject)
+    std::fprintf(stderr,
+                 "ddp_train: fault injection (DDP_FAULT_INF_GRAD, test only): rank %d "
+                 "overflows its gradient at step %lld\n",
+                 rank_, static_cast<long long>(global_step));
+  const auto r = chunks_->run(batch, plan, scaler_.scale() / static_cast<double>(batch.global_size),
+                              hash_words(seed_, static_cast<std::uint64_t>(RngStream::dropout),
+                                         static_cast<std::uint64_t>(global_step)),
+                              inject);
+  if (rank_ == 0) {
+    chunk_loss_.loss_sum += r.loss.loss_sum;
+    chunk_loss_.correct += r.loss.correct;
+  }
+  // With loss scaling the NaN gradient skips the step (update()); without, training has diverged.
+  // Every rank has the same sums, so every rank stops here alike.
+  if (r.nonfinite && !scaler_.enabled())
+    throw Error("training diverged: the gradient of " + r.nonfinite->tensor + " is not finite (" +
+                r.nonfinite->kind + ") at global step " + std::to_string(global_step) +
+                ", first in chunk " + std::to_string(r.nonfinite->chunk) +
+                " of the global batch; no snapshot of these weights is written, the newest "
+                "snapshot in run.dir holds the last finite ones. Lower optim.lr (or add "
+                "warm-up) and resume from it");
+}
+
+nn::LossSums TrainStep::take_chunk_loss() {
+  const nn::LossSums out = chunk_loss_;
+  chunk_loss_ = {};
+  return out;
+}
+
 void TrainStep::update(double lr, std::int64_t global_step) {
   const TraceSpan optimizer(trace_, "optimizer", global_step);
   auto params = p_.model.params();
@@ -188,6 +227,7 @@ void TrainStep::settle_overflow(std::size_t keep) {
 }
 
 double TrainStep::grad_wait_s() const {
+  if (chunks_) return chunks_->wait_s();
   return step_timer_ ? device_wait_s_ : p_.sync.stats().exposed_s;
 }
 

@@ -20,10 +20,12 @@
 #include "ddp/runtime/signals.hpp"
 #include "ddp/sync/replica.hpp"
 #include "ddp/train/auto_caps.hpp"
+#include "ddp/train/chunk_plan.hpp"
 #include "ddp/train/epoch_figures.hpp"
 #include "ddp/train/memory_check.hpp"
 #include "ddp/train/progress_log.hpp"
 #include "ddp/train/rank_balance.hpp"
+#include "ddp/train/reproducible_checks.hpp"
 #include "ddp/train/run_banner.hpp"
 #include "ddp/train/run_recorder.hpp"
 #include "ddp/train/run_watch.hpp"
@@ -74,7 +76,8 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
                                   nn::norm_and_bias_ranges(*model_));
   if (auto_caps)
     plan_ = plan_.with_caps(gather_auto_caps(plan_, *be_, *model_, cfg_.model.layers, comm_, out_));
-  if (cfg_.model.sync_batchnorm && comm.size() > 1) {
+  // (Reproducible mode sums batch-norm statistics over the chunks itself: chunk_step.hpp.)
+  if (cfg_.model.sync_batchnorm && comm.size() > 1 && plan_.chunk() == 0) {
     bn_reducer_ = std::make_unique<sync::CommBatchStatsReducer>(*grad_comm_);
     model_->set_batch_stats_reducer(bn_reducer_.get());
   }
@@ -82,7 +85,7 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
   sync_ = std::make_unique<sync::GradientSync>(
       *model_, *grad_comm_,
       sync::SyncOptions{mib(cfg_.comm.bucket_mb), mib(cfg_.comm.first_bucket_mb), cfg_.comm.overlap,
-                        plan_.max_micro_batches()});
+                        plan_.chunk() > 0 ? 1 : plan_.max_micro_batches()});
   steps_per_epoch_ = data::steps_per_epoch(sampler_options());
   if (steps_per_epoch_ == 0)
     throw ConfigError("a global batch of " + std::to_string(plan_.global_batch()) +
@@ -94,6 +97,16 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
       StepParts{*be_, *model_, *loss_, *sync_, *opt_, *sched_},
       LossScaler::configured(cfg_.train.loss_scale, cfg_.runtime.precision == "fp16"),
       cfg_.train.seed, comm.rank(), bn_reducer_ != nullptr);
+  if (plan_.chunk() > 0) {
+    check_reproducible(*be_, comm_);
+    chunks_ = std::make_unique<ChunkStep>(
+        *model_, comm_,
+        ChunkStepOptions{&cfg_.model.layers, cfg_.train.label_smoothing,
+                         sync::SyncOptions{mib(cfg_.comm.bucket_mb), mib(cfg_.comm.first_bucket_mb),
+                                           cfg_.comm.overlap, 1},
+                         cfg_.model.sync_batchnorm, backend::compute_threads()});
+    step_->set_chunks(chunks_.get());
+  }
   evaluator_ =
       std::make_unique<Evaluator>(*model_, *be_, *data_.test, data_.norm, cfg_.data,
                                   cfg_.train.seed, comm_, plan_.shares(), plan_.micro_batch());
@@ -163,7 +176,11 @@ void Trainer::save(std::int64_t epoch, std::int64_t step_in_epoch) {
 
 EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, EpochEnd& end) {
   apply_pending_shares();
-  auto batches = data::epoch_batches(sampler_options(), static_cast<std::uint64_t>(epoch));
+  // Reproducible mode: whole chunks per rank (chunk_plan.hpp), the same global batches.
+  auto batches =
+      plan_.chunk() > 0
+          ? chunk_batches(sampler_options(), plan_.chunk(), static_cast<std::uint64_t>(epoch))
+          : data::epoch_batches(sampler_options(), static_cast<std::uint64_t>(epoch));
   // A resumed epoch continues where the snapshot left it: the batches are a function of
   // (seed, epoch, global batch), not of the number of ranks.
   batches.erase(batches.begin(),
@@ -178,7 +195,10 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, E
   // On the CPU the loss is checked after every step (reading it costs nothing); on a GPU reading
   // it waits for the device, so only at progress updates and the epoch's end.
   const bool check_every_step = be_->device() == Device::cpu;
-  EpochLoss loss(*loss_, epoch, first_step, comm_.size(), comm_.rank());
+  EpochLoss loss = plan_.chunk() > 0
+                       ? EpochLoss([this] { return step_->take_chunk_loss(); }, epoch, first_step,
+                                   comm_.size(), comm_.rank())
+                       : EpochLoss(*loss_, epoch, first_step, comm_.size(), comm_.rank());
   double lr = 0.0;
   std::int64_t seen = 0, global_seen = 0, step = first_step;
   end = {};
@@ -233,7 +253,8 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, E
       "step " + std::to_string(step) + ", global step " + std::to_string(state_.global_step));
   // Each rank's batch-norm running statistics saw only its own samples (with sync batch norm they
   // are every rank's already): the ranks average them, weighted by the samples each trained.
-  if (!bn_reducer_) sync::average_buffers(comm_, *model_, seen);
+  // (In reproducible mode they are the chunks' already, the same on every rank.)
+  if (!bn_reducer_ && plan_.chunk() == 0) sync::average_buffers(comm_, *model_, seen);
   sync::check_replicas(comm_, *model_, state_.global_step);
   EpochMetrics m = epoch_metrics(state_.progress, epoch, cfg_.train.epochs, segment_, lr);
   // Every rank's speed (one allgather), with its slice of a full global batch this epoch.
@@ -292,6 +313,7 @@ void Trainer::print_banner(std::int64_t segment) {
                     train_set().num_classes(), steps_per_epoch_, plan_,
                     pending_shares_.empty() ? plan_.shares() : pending_shares_);
   out_ << data_.note << data::describe_transforms(cfg_.data, data_.norm);
+  if (plan_.chunk() > 0) out_ << reproducible_line(plan_, backend::compute_threads());
   out_ << "run: " << state_.run_id << ", segment " << segment << ", in " << cfg_.run.dir << "\n";
   out_.flush();
 }

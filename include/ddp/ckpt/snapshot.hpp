@@ -66,6 +66,9 @@ struct SnapshotMeta {
   std::vector<std::int64_t> rank_shares;
   std::int64_t format_version = kFormatVersion;  // as read; writing always writes kFormatVersion
   std::string init_from;  // the weights file the run started from (train.init), "" for none
+  // train.reproducible: the chunk size the run trained with (its sums depend on it), 0 when it
+  // was not reproducible (or an older file).
+  std::int64_t chunk = 0;
 };
 
 // Everything a snapshot holds besides its tensors. Each member is one row of the field table

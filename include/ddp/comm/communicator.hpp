@@ -43,6 +43,11 @@ class Communicator {
   // untouched until wait() or test() reports completion. Requests may complete in any order.
   // The default reduces at once (blocking) and returns an empty request.
   virtual Request iallreduce_sum(std::span<float> data);
+  // The exact (fixed-point) gradient sum's two collectives (sync/fixed_point_sum.hpp), the same
+  // way: an integer sum, and a max of the values' magnitude codes. The defaults block (the max
+  // through allgather) and return an empty request.
+  virtual Request iallreduce_sum_int64(std::span<std::int64_t> data);
+  virtual Request iallreduce_max_int64(std::span<std::int64_t> data);
   // Completes `r` (blocking; subject to the same timeout as the blocking collectives) and empties
   // it.
   virtual void wait(Request& r);

@@ -43,6 +43,8 @@ class MpiComm final : public Communicator {
   void allgather(std::span<const std::byte> mine, std::span<std::byte> all) override;
 
   Request iallreduce_sum(std::span<float> data) override;
+  Request iallreduce_sum_int64(std::span<std::int64_t> data) override;
+  Request iallreduce_max_int64(std::span<std::int64_t> data) override;
   void wait(Request& r) override;
   bool test(Request& r) override;
 
@@ -67,7 +69,8 @@ class MpiComm final : public Communicator {
 
   Op begin(std::string kind, std::size_t bytes);
   template <class T>
-  Op start_allreduce(std::span<T> data, MPI_Datatype type);
+  Op start_allreduce(std::span<T> data, MPI_Datatype type, MPI_Op reduce = MPI_SUM);
+  Request pend(Op op);   // a started op as a request for wait() / test()
   bool test_op(Op& op);  // true when complete; throws SystemError on MPI errors
   void wait_op(Op& op);  // polls with backoff, honours the timeout
   bool expired(const Op& op) const;

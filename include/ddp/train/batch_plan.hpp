@@ -7,6 +7,7 @@
 // A value: no device, no communicator. The trainer measures (device memory) and gathers (every
 // rank's cap), the plan decides.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ddp/train/micro_batches.hpp"
@@ -21,7 +22,9 @@ class BatchPlan {
   // every rank's cap; "auto" is none until with_caps() brings the measured ones. ConfigError for
   // a global batch smaller than world x train.accumulate, a train.rank_shares list that does not
   // fit the world or leaves a rank without a sample (saying which global batch would give each
-  // rank one), or a rank's slice smaller than train.accumulate.
+  // rank one), or a rank's slice smaller than train.accumulate. With train.reproducible also for
+  // a train.chunk that does not divide the global batch, shares that leave a rank without a chunk,
+  // and train.accumulate or train.max_micro_batch (the chunks are the micro-batches).
   BatchPlan(const Options& train, bool sync_batchnorm, int world, int rank,
             std::int64_t dataset_size, bool drop_last);
 
@@ -36,6 +39,9 @@ class BatchPlan {
   // Sync batch norm on several ranks: every rank runs as many micro-batches as the one that runs
   // the most (its collectives are made by every rank's forward and backward).
   bool same_micro_count() const { return same_micro_count_; }
+  // train.reproducible: samples per chunk (chunk_plan.hpp), 0 otherwise. Then each rank's share is
+  // a whole number of chunks, and its micro-batches are its chunks.
+  std::int64_t chunk() const { return chunk_; }
 
   // What this rank allocates for: the largest slice it trains, the largest micro-batch it runs,
   // the most micro-batches of one step. A short last batch can give a rank more than its share
@@ -62,7 +68,11 @@ class BatchPlan {
   // rank_batch_, micro_batch_ and max_micro_batches_ for the current shares and caps.
   void size();
 
-  std::int64_t global_batch_ = 0, accumulate_ = 1;
+  // Reproducible mode: the chunk counts `weights` give (Error / ConfigError when a rank gets none).
+  std::vector<std::int64_t> chunk_shares(const std::vector<std::int64_t>& counts,
+                                         const std::string& what) const;
+
+  std::int64_t global_batch_ = 0, accumulate_ = 1, chunk_ = 0;
   int rank_ = 0;
   std::vector<std::int64_t> shares_, caps_;
   bool same_micro_count_ = false;

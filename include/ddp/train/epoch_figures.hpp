@@ -3,6 +3,7 @@
 // epoch's totals (every rank's, plus what earlier job segments trained of a resumed epoch) as its
 // metrics row.
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "ddp/ckpt/snapshot.hpp"
@@ -25,6 +26,9 @@ class EpochLoss {
   // epoch: 0-based; first_step: the step the epoch (re)starts from; world: the ranks.
   EpochLoss(nn::SoftmaxCrossEntropy& loss, std::int64_t epoch, std::int64_t first_step, int world,
             int rank);
+  // The sums from `take` instead (reproducible mode's exact sums: TrainStep::take_chunk_loss).
+  EpochLoss(std::function<nn::LossSums()> take, std::int64_t epoch, std::int64_t first_step,
+            int world, int rank);
   // Adds the sums up to step `step` (global step `global_step`). NaN/inf weights would go on into
   // every later step and snapshot: the first time the sum is not finite, one rank alone throws
   // diverged_error; on several ranks it says so on stderr and nonfinite() turns true, so that the
@@ -37,7 +41,7 @@ class EpochLoss {
   bool nonfinite() const { return nonfinite_at_ > 0; }
 
  private:
-  nn::SoftmaxCrossEntropy& loss_;
+  std::function<nn::LossSums()> take_;
   std::int64_t epoch_;
   int world_, rank_;
   double sum_ = 0.0;

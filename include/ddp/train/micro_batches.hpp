@@ -8,6 +8,8 @@
 #include <span>
 #include <utility>
 
+#include "ddp/train/chunk_plan.hpp"
+
 namespace ddp::train {
 
 // Micro-batches for a slice of n samples: max(accumulate, ceil(n / cap)); cap 0: no cap.
@@ -18,6 +20,10 @@ struct MicroBatchPlan {
   std::int64_t samples = 0;  // the rank's slice
   std::int64_t real = 1;     // micro-batches over the slice (micro_batch_count)
   std::int64_t total = 1;    // micro-batches run: real, then total - real without samples
+  // Reproducible mode: the micro-batches are this rank's chunks of train.chunk samples (`chunks`;
+  // chunk_in_slice gives their ranges, not range()). 0 otherwise.
+  std::int64_t chunk = 0;
+  ChunkRun chunks;
 
   // [begin, end) of micro-batch m within the slice: [m*n/real, (m+1)*n/real), sizes differing by
   // at most one (none above the cap); empty from m = real on.

@@ -55,6 +55,11 @@ struct Options {
   WordOrNumbers max_micro_batch{"", {0.0}};
   // train.rank_shares = auto re-balances when the predicted step time improves by more than this.
   double rebalance_threshold = 0.05;
+  // Bitwise-reproducible training (train/chunk_plan.hpp): every global batch is cut into chunks
+  // of `chunk` samples whose gradients are computed alone and summed exactly, so the weights do not
+  // depend on the ranks, their shares or the threads.
+  bool reproducible = false;
+  std::int64_t chunk = 32;
   std::string resume;          // "" (start fresh) | "auto" (newest snapshot in run.dir) | a path
   std::int64_t keep_last = 3;  // snapshots kept in run.dir (0 = all)
 };

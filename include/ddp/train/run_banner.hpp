@@ -31,6 +31,10 @@ std::string data_line(std::int64_t train_samples, std::int64_t test_samples, con
 // "rank shares: 96 + 32 + 64 samples of each global batch of 192" (shares that changed).
 std::string shares_line(const BatchPlan& plan);
 
+// train.reproducible: "reproducible: 4 chunks of 32 samples per global batch (rank shares 2 + 1
+// + 1 chunks), each computed alone on one thread, 2 at a time per rank; ..."
+std::string reproducible_line(const BatchPlan& plan, int threads);
+
 // "final test accuracy: 91.20% (10000 samples), test loss 0.2500, weights digest 0123456789abcdef"
 std::string final_line(const EpochMetrics& last, std::uint64_t digest);
 

@@ -21,6 +21,7 @@
 #include "ddp/optim/optimizer.hpp"
 #include "ddp/sync/gradient_sync.hpp"
 #include "ddp/train/batch_feed.hpp"
+#include "ddp/train/chunk_step.hpp"
 #include "ddp/train/device_step_timer.hpp"
 #include "ddp/train/loss_scaler.hpp"
 #include "ddp/train/micro_batches.hpp"
@@ -54,6 +55,12 @@ class TrainStep {
   void reserve(std::int64_t micro_batch, std::int64_t rank_batch);
   // Every rank's step phases into `trace` (null: none).
   void set_trace(Trace* trace) { trace_ = trace; }
+  // Reproducible mode (train.reproducible): the chunks' forward, backward and exact sums replace
+  // the micro-batches and the gradient sync (null: not reproducible; not owned).
+  void set_chunks(ChunkStep* chunks) { chunks_ = chunks; }
+  // Reproducible mode: the exact loss sums of the global batches since the last call, on rank 0
+  // (the other ranks' are zero, so that a sum over the ranks is exact too).
+  nn::LossSums take_chunk_loss();
 
   // The step with global number `global_step` over this rank's slice `batch` of a global batch, cut
   // into micro-batches by `plan`. `feed` stages the next batch while the device computes. Returns
@@ -99,6 +106,8 @@ class TrainStep {
   // Forward, loss and backward of every micro-batch; the last backward starts the buckets.
   void forward_backward(const data::Batch& batch, const MicroBatchPlan& plan,
                         std::int64_t global_step);
+  // Reproducible mode's phases 1 and 2: the chunks and their exact sums (chunk_step.hpp).
+  void run_chunks(const data::Batch& batch, const MicroBatchPlan& plan, std::int64_t global_step);
   // The optimizer step on the unscaled gradients (skipped where they overflowed).
   void update(double lr, std::int64_t global_step);
   // The overflow flags of the steps enqueued so far but the newest `keep`.
@@ -111,6 +120,8 @@ class TrainStep {
   int rank_;
   bool batch_stats_synced_;
   Trace* trace_ = nullptr;
+  ChunkStep* chunks_ = nullptr;
+  nn::LossSums chunk_loss_;  // reproducible mode: since the last take_chunk_loss()
   Tensor dlogits_;
   std::vector<std::int64_t> sample_ids_;
   // GPU: the overflow-flag slots not yet read, oldest first, with the scale of their step.

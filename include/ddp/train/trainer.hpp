@@ -132,6 +132,7 @@ class Trainer {
   std::unique_ptr<sync::GradientSync> sync_;  // accumulation and all-reduce (one rank too)
   std::unique_ptr<BatchFeed> feed_;           // batches into the backend's memory
   std::int64_t feed_batch_ = 0;               // the batch slots' size
+  std::unique_ptr<ChunkStep> chunks_;         // train.reproducible
   std::unique_ptr<TrainStep> step_;
   std::unique_ptr<Evaluator> evaluator_;
   RunState state_;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "cpu_kernels.hpp"
 #include "cpu_ops.hpp"
@@ -27,8 +28,9 @@ void check_block(int block, std::int64_t channels, const char* what) {
                 " channels in a blocked layout of " + std::to_string(block));
 }
 
+// One per thread: reproducible mode runs primitives on several threads at once.
 dnnl::stream& stream() {
-  static dnnl::stream s(engine());
+  thread_local dnnl::stream s(engine());
   return s;
 }
 
@@ -137,6 +139,30 @@ void set_compute_threads(int n) {
 
 int compute_threads() {
   return omp_get_max_threads();
+}
+
+void use_one_compute_thread_here() {
+  // OpenMP's nthreads-var is per thread: the main thread's setting stays.
+  omp_set_num_threads(1);
+}
+
+std::string cpu_isa_name() {
+  using isa = dnnl::cpu_isa;
+  const auto has = [](isa want) {
+    const auto w = static_cast<unsigned>(want);
+    return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & w) == w;
+  };
+  // Most specific first (each ISA value includes the ones below it).
+  for (const auto& [i, name] : {std::pair{isa::avx512_core_amx, "avx512_core_amx"},
+                                {isa::avx512_core_bf16, "avx512_core_bf16"},
+                                {isa::avx512_core_vnni, "avx512_core_vnni"},
+                                {isa::avx512_core, "avx512_core"},
+                                {isa::avx2_vnni, "avx2_vnni"},
+                                {isa::avx2, "avx2"},
+                                {isa::avx, "avx"},
+                                {isa::sse41, "sse41"}})
+    if (has(i)) return name;
+  return "generic";
 }
 
 void set_blocked_activations(bool on) {

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# train.reproducible (issue 30): the summary's weights_digest is equal, bit for bit, for
+#   1 rank x 2 threads, 1 rank x 1 thread, 2 ranks x 1 thread, 3 ranks with rank_shares [3, 1, 2],
+#   and a 2-rank run killed with kill -9 mid-epoch, resumed on 3 ranks
+# for ResNet-20 with batch norm (real CIFAR-10, 1 epoch of 2,560 samples, global batch 128,
+# augmentation on), LeNet, and a graph with add and concat whose batch norms are synced over the
+# global batch (model.sync_batchnorm) and whose dropout masks follow the samples. The exact sums
+# make the loss and accuracy equal too. A mid-epoch snapshot is what a killed run resumes from:
+# the 2-rank run is stopped once by SIGUSR1 (a snapshot mid-epoch), resumed on 2 ranks and killed
+# there with kill -9 mid-epoch, then resumed on 3 ranks from the newest snapshot. A gradient that
+# turns inf is named (tensor, step, chunk), and settings that contradict chunks are refused.
+source "$(dirname "$0")/lib.sh"
+[ -f "$CIFAR/test_batch.bin" ] || skip "real CIFAR-10 not found at $CIFAR"
+
+cat > "$WORK/graph.toml" <<'TOML'
+[data]
+dataset = "cifar10"
+augment = true
+crop_padding = 4
+normalize = "config"
+mean = [0.5]
+std = [0.5]
+[model]
+sync_batchnorm = true
+[[model.layers]]
+type = "conv2d"
+name = "stem"
+out_channels = 8
+kernel = 3
+padding = 1
+[[model.layers]]
+type = "batchnorm"
+[[model.layers]]
+type = "relu"
+name = "stem_relu"
+[[model.layers]]
+type = "conv2d"
+out_channels = 8
+kernel = 3
+padding = 1
+[[model.layers]]
+type = "batchnorm"
+[[model.layers]]
+type = "relu"
+[[model.layers]]
+type = "conv2d"
+out_channels = 8
+kernel = 3
+padding = 1
+[[model.layers]]
+type = "batchnorm"
+name = "b1_bn2"
+[[model.layers]]
+type = "add"
+inputs = ["b1_bn2", "stem_relu"]
+[[model.layers]]
+type = "relu"
+name = "b1_out"
+[[model.layers]]
+type = "conv2d"
+name = "down"
+out_channels = 16
+kernel = 3
+stride = 2
+padding = 1
+[[model.layers]]
+type = "conv2d"
+name = "shortcut"
+input = "b1_out"
+out_channels = 8
+kernel = 1
+stride = 2
+[[model.layers]]
+type = "concat"
+inputs = ["down", "shortcut"]
+[[model.layers]]
+type = "batchnorm"
+[[model.layers]]
+type = "relu"
+[[model.layers]]
+type = "dropout"
+p = 0.1
+[[model.layers]]
+type = "global_avgpool"
+[[model.layers]]
+type = "linear"
+out_features = 10
+[optim]
+name = "sgd"
+lr = 0.05
+momentum = 0.9
+TOML
+
+base=(--data.root "$CIFAR" --data.train_limit 2560 --data.test_limit 500 --train.epochs 1
+      --train.global_batch 128 --train.reproducible true --run.tensorboard false --run.log_every 1)
+declare -A model_args=(
+  [resnet20]="--config $SRC/configs/cifar_resnet20.toml"
+  [lenet]="--config $SRC/configs/cifar.toml"
+  [graph]="--config $WORK/graph.toml")
+
+# run NAME MODEL NP THREADS ARGS...: trains in $WORK/NAME (log: $WORK/NAME.log).
+run() {
+  local name=$1 model=$2 np=$3 threads=$4; shift 4
+  # shellcheck disable=SC2086 # model_args holds words
+  mpirun_local -np "$np" "$BIN" ${model_args[$model]} "${base[@]}" --runtime.threads "$threads" \
+    --run-dir "$WORK/$name" "$@" >> "$WORK/$name.log" 2>&1
+}
+digest() { summary_field "$WORK/$1/metrics.jsonl" weights_digest; }
+# The epoch's figures that exact sums make independent of the ranks (the test loss is reduced in
+# double, not exactly: left out).
+figures() { grep '"epoch"' "$WORK/$1/metrics.jsonl" | grep -o '"\(train_loss\|train_acc\|test_acc\)": [^,]*'; }
+
+for model in resnet20 lenet graph; do
+  run "$model.1x2" $model 1 2 || { cat "$WORK/$model.1x2.log"; fail "$model: 1 rank x 2 threads failed"; }
+  ref=$(digest "$model.1x2")
+  [ -n "$ref" ] || fail "$model: no weights digest in the summary"
+  grep -q "^reproducible: " "$WORK/$model.1x2.log" || fail "$model: no reproducible line at start-up"
+  for case in "1x1 1 1" "2x1 2 1" "3x1-shares 3 1 --train.rank_shares 3,1,2"; do
+    set -- $case
+    name="$model.$1" np=$2 threads=$3; shift 3
+    run "$name" $model "$np" "$threads" "$@" || { cat "$WORK/$name.log"; fail "$name failed"; }
+    d=$(digest "$name")
+    [ "$d" = "$ref" ] || fail "$name: weights digest $d, 1 rank x 2 threads gave $ref"
+    diff <(figures "$model.1x2") <(figures "$name") > /dev/null \
+      || fail "$name: loss or accuracy differ from 1 rank x 2 threads: $(figures "$name" | tr '\n' ' ')"
+  done
+
+  # 2 ranks: a stop request mid-epoch leaves a mid-epoch snapshot (exit 75).
+  k="$model.kill"
+  run "$k" $model 2 1 & job=$!
+  wait_for "$WORK/$k.log" "^\[.*\] step [4-9]/20 " 300 || { cat "$WORK/$k.log"; fail "$k: no progress"; }
+  kill -USR1 $(rank_pids "$WORK/$k") 2> /dev/null || true
+  set +e; wait $job; rc=$?; set -e
+  [ "$rc" = 75 ] || { cat "$WORK/$k.log"; fail "$k: exit code $rc after SIGUSR1, expected 75"; }
+  mid=$(ls "$WORK/$k" | grep -E '^snapshot_e0000_s[0-9]+\.h5$' || true)
+  [ -n "$mid" ] || fail "$k: no mid-epoch snapshot: $(ls "$WORK/$k")"
+  # Resumed on 2 ranks, killed with kill -9 a few steps later, still mid-epoch.
+  : > "$WORK/$k.log"
+  run "$k" $model 2 1 --train.resume auto & job=$!
+  wait_for "$WORK/$k.log" "^\[.*\] step 1[2-7]/20 " 300 || { cat "$WORK/$k.log"; fail "$k: no progress after the resume"; }
+  victim=$(rank_pids "$WORK/$k" | tail -1)
+  [ -n "$victim" ] || fail "$k: no rank process to kill"
+  kill -9 "$victim"
+  if wait $job; then fail "$k: the job survived the death of a rank"; fi
+  ! ls "$WORK/$k" | grep -q '^snapshot_e0001' || fail "$k: the killed run finished anyway (kill came too late)"
+  # Resumed on 3 ranks from the newest snapshot, the mid-epoch one of the 2-rank run.
+  : > "$WORK/$k.log"
+  run "$k" $model 3 1 --train.resume auto || { cat "$WORK/$k.log"; fail "$k: resume on 3 ranks failed"; }
+  grep -q "resume: .*$mid (epoch 0, step [0-9]*, written by 2 rank(s))" "$WORK/$k.log" \
+    || { cat "$WORK/$k.log"; fail "$k: did not resume from $mid"; }
+  d=$(digest "$k")
+  [ "$d" = "$ref" ] || fail "$k: weights digest $d after kill -9 and a resume on 3 ranks, expected $ref"
+  echo "  $model: $ref on 1x2, 1x1, 2x1, 3 ranks [3, 1, 2], and 2 ranks -> kill -9 -> 3 ranks"
+done
+
+# A gradient that turns inf is found by the exact sum and named (without loss scaling, the run
+# stops): rank 1 holds chunks 2 and 3 of LeNet's global batch.
+set +e
+DDP_FAULT_INF_GRAD=1:2 mpirun_local -x DDP_FAULT_INF_GRAD -np 2 "$BIN" ${model_args[lenet]} \
+  "${base[@]}" --runtime.threads 1 --run-dir "$WORK/inf" > "$WORK/inf.log" 2>&1
+rc=$?
+set -e
+[ "$rc" != 0 ] || fail "a non-finite gradient did not stop the run"
+grep -Eq "the gradient of conv1\.(weight|bias) is not finite \((NaN|inf)\) at global step 2, first in chunk 2 of the global batch" \
+  "$WORK/inf.log" || { cat "$WORK/inf.log"; fail "the non-finite gradient was not named"; }
+
+# Chunks that do not divide the global batch are refused, naming the keys.
+set +e
+"$BIN" ${model_args[lenet]} "${base[@]}" --train.chunk 48 --run-dir "$WORK/bad" > "$WORK/bad.log" 2>&1
+rc=$?
+set -e
+[ "$rc" != 0 ] || fail "train.chunk = 48 with a global batch of 128 was accepted"
+grep -q "train.chunk = 48 does not divide the global batch of 128" "$WORK/bad.log" \
+  || { cat "$WORK/bad.log"; fail "no clear refusal of train.chunk = 48"; }
+pass "reproducible: equal weights digests over ranks, shares, threads and kill -9 + resume"
