@@ -217,7 +217,7 @@ std::vector<std::int64_t> BatchPlan::shares_for(const std::vector<std::int64_t>&
     if (w <= 0) throw Error("set_rank_shares: share " + std::to_string(w) + " is not positive");
   if (chunk_ > 0)
     return chunk_shares(chunks_per_rank(global_batch_, chunk_, weights),
-                        "set_rank_shares: shares " + join(weights));
+                        "set_rank_shares: shares " + joined_numbers(weights));
   auto sizes = data::slice_sizes(global_batch_, std::span<const std::int64_t>(weights));
   for (std::size_t r = 0; r < sizes.size(); ++r)
     if (sizes[r] < accumulate_)
