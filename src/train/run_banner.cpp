@@ -107,7 +107,7 @@ std::string reproducible_line(const BatchPlan& plan, int threads) {
   for (const auto s : plan.shares()) chunks.push_back(s / plan.chunk());
   return "reproducible: " + std::to_string(plan.global_batch() / plan.chunk()) + " chunks of " +
          std::to_string(plan.chunk()) + " samples per global batch (rank shares " +
-         join(chunks, " + ") + " chunks), each computed alone on one thread, " +
+         joined_numbers(chunks, " + ") + " chunks), each computed alone on one thread, " +
          std::to_string(threads) +
          " at a time per rank; gradients, batch-norm statistics and loss summed exactly\n";
 }
