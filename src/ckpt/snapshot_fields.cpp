@@ -80,6 +80,8 @@ const std::vector<Field>& snapshot_fields() {
       {kMeta, "config_toml", kText, kRequired, DDP_FIELD(meta.config_toml)},
       {kMeta, "metrics_jsonl", kText, kRequired, DDP_FIELD(meta.metrics_jsonl)},
       {kMeta, "init_from", kAttr, kOptional, DDP_FIELD(meta.init_from)},
+      {kMeta, "kind", kAttr, kOptional, DDP_FIELD(meta.kind)},
+      {kMeta, "imported_from", kAttr, kOptional, DDP_FIELD(meta.imported_from)},
       {kOptimizer, "name", kAttr, kRequired, DDP_FIELD(optimizer_name)},
       {kOptimizer, "steps", kAttr, kRequired, DDP_FIELD(optimizer_steps)},
   };

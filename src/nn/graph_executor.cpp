@@ -127,9 +127,21 @@ const Tensor& GraphExecutor::forward(const Tensor& x, const StepContext& ctx) {
     if (layers_[i]->is_view()) continue;
     xs.clear();
     for (int p : plan_.inputs[i]) xs.push_back(p == kModelInput ? input_ : outs_[p]);
-    layers_[i]->forward(xs, outs_[i], ctx);
+    if (ctx.mode == Mode::train && !eval_in_training_.empty() && eval_in_training_[i]) {
+      StepContext eval = ctx;
+      eval.mode = Mode::eval;
+      layers_[i]->forward(xs, outs_[i], eval);
+    } else {
+      layers_[i]->forward(xs, outs_[i], ctx);
+    }
   }
   return outs_.back();
+}
+
+void GraphExecutor::set_frozen(std::vector<bool> eval_in_training,
+                               std::vector<bool> runs_backward) {
+  eval_in_training_ = std::move(eval_in_training);
+  runs_backward_ = std::move(runs_backward);
 }
 
 void GraphExecutor::backward(const Tensor& dy_last,
@@ -147,8 +159,9 @@ void GraphExecutor::backward(const Tensor& dy_last,
   }
   std::vector<Tensor> xs, dxs;
   std::vector<const Tensor*> dx_ptrs;
+  const auto runs = [&](std::size_t i) { return runs_backward_.empty() || runs_backward_[i]; };
   for (std::size_t i = count; i-- > 0;) {
-    if (!layers_[i]->is_view()) {
+    if (!layers_[i]->is_view() && runs(i)) {
       const auto& in = plan_.inputs[i];
       xs.clear();
       dxs.assign(in.size(), Tensor());
@@ -157,7 +170,7 @@ void GraphExecutor::backward(const Tensor& dy_last,
         const int p = in[k];
         xs.push_back(p == kModelInput ? input_ : outs_[static_cast<std::size_t>(p)]);
         const GradTarget& t = targets_[i][k];
-        if (t.root == kModelInput) continue;
+        if (t.root == kModelInput || !runs(static_cast<std::size_t>(p))) continue;
         dxs[k] = t.scratch >= 0
                      ? Tensor::view(scratch_[static_cast<std::size_t>(t.scratch)].data(),
                                     xs[k].shape(), be_.device())
@@ -168,7 +181,7 @@ void GraphExecutor::backward(const Tensor& dy_last,
       layers_[i]->backward(xs, outs_[i], dy, dx_ptrs);
       for (std::size_t k = 0; k < in.size(); ++k) {
         const GradTarget& t = targets_[i][k];
-        if (t.scratch < 0) continue;
+        if (t.scratch < 0 || !dx_ptrs[k]) continue;
         const Tensor sum = grad_view(t.root, plan_.out_shapes[static_cast<std::size_t>(in[k])], n);
         be_.add(dxs[k].numel(), dxs[k].data(), sum.data());
       }

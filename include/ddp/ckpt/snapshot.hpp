@@ -19,6 +19,8 @@
 namespace ddp::ckpt {
 
 inline constexpr std::int64_t kFormatVersion = 1;
+inline constexpr const char* kSnapshotKind = "snapshot";
+inline constexpr const char* kWeightsKind = "weights";
 
 // Where training stands. Ordered lexicographically: a later position compares greater.
 struct TrainingPosition {
@@ -66,6 +68,12 @@ struct SnapshotMeta {
   std::vector<std::int64_t> rank_shares;
   std::int64_t format_version = kFormatVersion;  // as read; writing always writes kFormatVersion
   std::string init_from;  // the weights file the run started from (train.init), "" for none
+  // What the file is: kSnapshotKind, a run's snapshot (everything to continue it), or
+  // kWeightsKind, a weights file (scripts/torch_to_snapshot.py): parameters and batch-norm
+  // statistics only, with no optimizer state, training position or configuration; train.init and
+  // eval take it, a resume refuses it.
+  std::string kind = kSnapshotKind;
+  std::string imported_from;  // a weights file: the file it was made from ("resnet18.pth")
 };
 
 // Everything a snapshot holds besides its tensors. Each member is one row of the field table
