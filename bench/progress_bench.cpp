@@ -34,10 +34,10 @@
 #include <thread>
 #include <vector>
 
-#include "ddp/app/config.hpp"
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/comm/mpi_comm.hpp"
 #include "ddp/nn/model.hpp"
+#include "ddp/nn/presets.hpp"
 #include "ddp/optim/optimizer.hpp"
 #include "ddp/sync/gradient_sync.hpp"
 
@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
   ddp::backend::set_compute_threads(threads);
   auto be = ddp::backend::make_cpu_backend();
   const Shape input{3, 32, 32};
-  ddp::nn::Model model(ddp::app::preset_layers(model_name), input, 10, *be);
+  ddp::nn::Model model(ddp::nn::preset_layers(model_name), input, 10, *be);
   model.reserve(batch);
   model.init_parameters(1);
   ddp::optim::Options oc;

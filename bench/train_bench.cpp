@@ -24,7 +24,6 @@
 #include <string>
 #include <vector>
 
-#include "ddp/app/config.hpp"
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/error.hpp"
 #include "ddp/nn/layer_factory.hpp"

@@ -12,11 +12,13 @@
 #
 # What it defines:
 #   DDP_HAVE_CUDA        ON when the backend is built (a variable for the rest of the build).
-#   ddp_cuda             the plugin libddp_cuda.so (a MODULE library) of src/backend/cuda/*.cu and
-#                        src/comm/*.cu, next to ddp_train in the build tree and installed to
-#                        CMAKE_INSTALL_LIBDIR. Only it links cudart, cuBLAS, cuDNN and NCCL; ddp_core
-#                        loads it with dlopen (src/backend/cuda_plugin.cpp), so ddp_train runs on
-#                        nodes without those libraries. It takes what it uses of ddp_core from the
+#   ddp_cuda             the plugin libddp_cuda.so (a MODULE library) of src/backend/cuda/*.cu,
+#                        src/comm/*.cu and src/plugin/*.cu, next to ddp_train in the build tree and
+#                        installed to CMAKE_INSTALL_LIBDIR. Only it links cudart, cuBLAS, cuDNN and
+#                        NCCL; ddp_core loads it with dlopen (src/plugin/cuda_plugin.cpp), so
+#                        ddp_train runs on nodes without those libraries, and refuses it unless its
+#                        interface hash is ddp_core's (cmake/PluginInterface.cmake, included here
+#                        whether or not the backend is built). It takes what it uses of ddp_core from the
 #                        executable that loads it: such executables need ENABLE_EXPORTS (ddp_train,
 #                        the unit tests, gpu_bench). ddp_core users get the compile definition
 #                        DDP_HAVE_CUDA=1 (the plugin is built in this tree).
@@ -32,6 +34,8 @@
 # CMAKE_CUDA_COMPILER, CUDACXX, the PATH, CUDA_HOME/CUDA_PATH or /usr/local/cuda, in that order.
 
 include_guard(GLOBAL)
+
+include(${CMAKE_CURRENT_LIST_DIR}/PluginInterface.cmake)
 
 set(DDP_HAVE_CUDA OFF)
 string(TOUPPER "${DDP_CUDA}" _ddp_cuda_mode)
@@ -223,12 +227,14 @@ function(ddp_cuda_target target)
 endfunction()
 
 file(GLOB DDP_CUDA_SOURCES CONFIGURE_DEPENDS
-     ${PROJECT_SOURCE_DIR}/src/backend/cuda/*.cu ${PROJECT_SOURCE_DIR}/src/comm/*.cu)
+     ${PROJECT_SOURCE_DIR}/src/backend/cuda/*.cu ${PROJECT_SOURCE_DIR}/src/comm/*.cu
+     ${PROJECT_SOURCE_DIR}/src/plugin/*.cu)
 add_library(ddp_cuda MODULE ${DDP_CUDA_SOURCES})
 ddp_cuda_target(ddp_cuda)
+add_dependencies(ddp_cuda ddp_plugin_interface)
 # Hidden visibility: the plugin's definitions of the functions of cuda_backend.hpp / nccl_comm.hpp
 # bind inside it (ddp_core has same-named ones that call through its table); only
-# ddp_cuda_plugin_table (src/backend/cuda/plugin_entry.cu) is exported. ddp_core is not linked:
+# ddp_cuda_plugin_table (src/plugin/plugin_entry.cu) is exported. ddp_core is not linked:
 # its symbols come from the executable (ENABLE_EXPORTS), one copy of them in the process.
 set_target_properties(ddp_cuda PROPERTIES
   LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}

@@ -4,7 +4,8 @@
 # the source tree with gpu_bundle/ to the node, then:
 #
 #   scripts/gpu_check.sh [--dry-run] [--bundle DIR] [--report FILE] [--work DIR] [--data DIR]
-#                        [--configure-only] [--skip STEP,...]
+#                        [--configure-only] [--skip STEP,...] [--only STEP,...]
+#                        [--compare-budget S] [--compare-out DIR]
 #
 #   --bundle DIR      the bundle (default: gpu_bundle/ in the source tree); its packages are
 #                     unpacked into WORK/prefix and CMake is configured against that prefix.
@@ -15,6 +16,11 @@
 #                     source tree when complete, else the bundle's subset
 #   --configure-only  unpack and configure, then stop (what the bundle's test checks)
 #   --skip STEP,...   leave these steps out (e.g. what an earlier run on the same work tree did)
+#   --only STEP,...   run only these steps (and unpack_bundle, configure and build, which they need)
+#   --compare-budget S  seconds for the gpu_compare step (default 300)
+#   --compare-out DIR its table, raw numbers, log and profiles (default WORK/gpu_compare), written
+#                     as they come (the device tool's $OUT: what is there comes back even when the
+#                     call is cut short)
 #   --dry-run         list the steps and their commands, run nothing
 #
 # The steps: build for the GPU found (its compute capability only); the GPU unit tests; the NCCL
@@ -22,7 +28,10 @@
 # (test_cuda_training.sh, needs Fashion-MNIST) and the same comparisons on CIFAR-10 (GPU vs CPU,
 # N GPUs vs 1); MobileNetV2 trained on the GPU and on the CPU; compute-sanitizer memcheck, racecheck and synccheck on a short training where the
 # tool exists; gpu_bench for LeNet, VGG and ResNet-20 in fp32 and bf16; the 10-epoch LeNet/CIFAR-10
-# run. Sized to finish in under 10 minutes on one modern GPU. Exit status: 0 when no step failed.
+# run; last, ddp_train against PyTorch on this GPU (bench/gpu_compare.sh: its table goes into the
+# report and --compare-out). Without gpu_compare sized to finish in under 10 minutes on one
+# modern GPU; gpu_compare alone takes its budget, 5 minutes by default (--only gpu_compare for it
+# alone). Exit status: 0 when no step failed.
 set -uo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bundle="$src/gpu_bundle"
@@ -33,6 +42,9 @@ data=""
 dry=0
 configure_only=0
 skip=","
+only=""
+compare_budget=300
+compare_out=""
 while (($#)); do
   case $1 in
     --dry-run) dry=1; shift ;;
@@ -42,12 +54,20 @@ while (($#)); do
     --data) data=$2; shift 2 ;;
     --configure-only) configure_only=1; shift ;;
     --skip) skip=",$2,"; shift 2 ;;
-    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
+    --only) only=",$2,"; shift 2 ;;
+    --compare-budget) compare_budget=$2; shift 2 ;;
+    --compare-out) compare_out=$2; shift 2 ;;
+    -h | --help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+[[ $compare_budget =~ ^[0-9]+$ ]] || { echo "gpu_check: --compare-budget takes whole seconds" >&2; exit 2; }
+# The node's own environment, before the bundle's prefix joins it: PyTorch (gpu_compare) runs in it.
+node_path=$PATH
+node_ld=${LD_LIBRARY_PATH-}
 work=$(realpath -m "$work")
 report=${report:-$work/gpu_check_report.txt}
+compare_out=$(realpath -m "${compare_out:-$work/gpu_compare}")
 prefix="$work/prefix"
 build="$work/build"
 # gpu_bench and the unit tests are not beside the CUDA plugin (build/libddp_cuda.so).
@@ -66,16 +86,27 @@ failed=0
 say() { echo "$*" | tee -a "$report"; }
 # step NAME COMMAND...: runs it (output in logs/NAME.log), records PASS, SKIP (exit 77) or FAIL with
 # the time taken; --dry-run prints the command instead.
+# left_out NAME: prints why NAME is not run (--skip, or not in --only), or fails.
+left_out() {
+  if [[ $skip == *",$1,"* ]]; then
+    echo "--skip"
+  elif [ -n "$only" ] && [[ $only != *",$1,"* ]] && [[ ",unpack_bundle,configure,build," != *",$1,"* ]]; then
+    echo "--only"
+  else
+    return 1
+  fi
+}
 step() {
   local name=$1; shift
+  local why
   if [ "$dry" = 1 ]; then
-    [[ $skip == *",$name,"* ]] && { printf '  %-26s (skipped: --skip)\n' "$name"; return 0; }
+    why=$(left_out "$name") && { printf '  %-26s (skipped: %s)\n' "$name" "$why"; return 0; }
     printf '  %-26s %s\n' "$name" "${what[$name]:-$*}"
     return 0
   fi
   local t0 rc verdict
-  if [[ $skip == *",$name,"* ]]; then
-    say "$(printf '[SKIP] %-28s (--skip)' "$name")"
+  if why=$(left_out "$name"); then
+    say "$(printf '[SKIP] %-28s (%s)' "$name" "$why")"
     return 0
   fi
   t0=$(date +%s.%N)
@@ -98,7 +129,7 @@ step() {
 declare -A what=(
   [unpack_bundle]="unpack BUNDLE/debs/*.deb into WORK/prefix (dpkg-deb -x, or ar + tar), fix the alternatives, h5cc's prefix and dangling links; unpack the CIFAR-10 subset"
   [configure]="cmake -DDDP_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=<the GPU's compute capability> [-DCMAKE_PREFIX_PATH=WORK/prefix/usr, the prefix's mpicc and h5cc]"
-  [build]="cmake --build -j<cores> --target ddp_train ddp_unit_tests gpu_bench"
+  [build]="cmake --build -j<cores> --target ddp_train ddp_unit_tests gpu_bench (gpu_bench alone for --only gpu_bench,gpu_compare)"
   [unit_gpu]="ddp_unit_tests --gtest_filter='Cuda*:DeviceAssign*:DoctorNccl*' (the CUDA backend against the CPU, NCCL with 1 rank, device assignment)"
   [unit_nccl_per_gpu]="ctest -R cuda.nccl_one_rank_per_gpu (the NCCL tests, one rank per visible GPU)"
   [integration_cuda]="ctest -R integration.test_cuda_training (Fashion-MNIST: 1 GPU vs CPU, 2 GPUs vs 1, cross-backend resume)"
@@ -110,7 +141,13 @@ declare -A what=(
   [fp16_loss_scaling]="ddp_train LeNet fp16 10 epochs on 1 GPU with an inf injected at step 5 (DDP_FAULT_INF_GRAD=0:5): at least one step skipped, test accuracy at least 20%"
   [gpu_bench]="gpu_bench --model all (LeNet, VGG, VGG-BN, ResNet-20) --precision fp32 and bf16, 1 rank and one rank per visible GPU"
   [lenet_cifar10_10_epochs]="ddp_train --config configs/cifar.toml --train.epochs 10 on 1 GPU (batch 64 on the bundle's subset): per-epoch accuracy and images/s, final accuracy >= 25%"
+  [gpu_compare]="bench/gpu_compare.sh --budget <--compare-budget, 300 s>: ddp_train (gpu_bench) against PyTorch eager and torch.compile(max-autotune) on this GPU, interleaved rounds; resnet20, resnet56, resnet18 at 32x32 batch 512, resnet50, mobilenet_v2 at 224x224 batch 128, fp32 (TF32 on both sides) and bf16; table and raw numbers in --compare-out (WORK/gpu_compare/), the table in the report"
 )
+
+# A step name given to --skip or --only that is not a step is a typo that would run the wrong steps.
+for name in ${skip//,/ } ${only//,/ }; do
+  [ -n "${what[$name]+set}" ] || { echo "gpu_check: no step '$name' (--skip, --only; see --dry-run)" >&2; exit 2; }
+done
 
 # --- the prefix: the bundle's packages, unpacked without root or dpkg's database -----------------
 unpack_bundle() {
@@ -285,6 +322,15 @@ bench() {  # all models and precisions, one rank, then one rank per GPU
     fi
   done
 }
+# ddp_train against PyTorch on this GPU. PyTorch runs in the node's own environment (the bundle's
+# libraries could shadow its own); gpu_bench in the prefix's. The budget bounds the script's waits
+# (it stops within ~80 s after it); timeout is the backstop.
+compare() {
+  rm -f "$compare_out"/{table.md,raw.jsonl,log.txt,profiles.txt}
+  TORCH_PATH=$node_path TORCH_LD_LIBRARY_PATH=$node_ld timeout $((compare_budget + 150)) \
+    bash "$src/bench/gpu_compare.sh" --gpu-bench "$build/bench/gpu_bench" --out "$compare_out" \
+    --budget "$compare_budget"
+}
 lenet10() {
   # On the bundle's 1,000-image subset, batches of 256 are 4 steps an epoch, too few to learn in 10
   # epochs (8% on the CPU); batches of 64 reach 32% there. The full set keeps the config's 256.
@@ -330,7 +376,11 @@ if [ ! -f "$cifar/data_batch_5.bin" ] && [ -f "$runs/data/cifar-10-batches-bin/d
 fi
 [ "$dry" = 1 ] || say "CIFAR-10: $cifar ($cifar_note)"
 
-step build cmake --build "$build" -j "$jobs" --target ddp_train ddp_unit_tests gpu_bench || {
+# --only with nothing but the benchmarks needs gpu_bench alone (the unit tests take a while to build).
+targets=(ddp_train ddp_unit_tests gpu_bench)
+[ -n "$only" ] && [ -z "$(echo "${only//,/ }" | tr ' ' '\n' | grep -vxE 'gpu_bench|gpu_compare|')" ] &&
+  targets=(gpu_bench)
+step build cmake --build "$build" -j "$jobs" --target "${targets[@]}" || {
   [ "$dry" = 1 ] || exit 1
 }
 step unit_gpu "$build/tests/ddp_unit_tests" --gtest_filter='Cuda*:DeviceAssign*:DoctorNccl*'
@@ -344,6 +394,7 @@ done
 step fp16_loss_scaling fp16_scaling
 step gpu_bench bench
 step lenet_cifar10_10_epochs lenet10
+step gpu_compare compare
 
 if [ "$dry" = 0 ]; then
   say ""
@@ -353,6 +404,10 @@ if [ "$dry" = 0 ]; then
     awk -F, '{ printf "  gpu_bench %-8s %-4s %d rank(s) batch %d: %.3f ms/step (compute %.3f, comm wait %.3f), %.0f images/s\n", $3, $12, $4, $5, $7, $8, $9, $10 }' |
     tee -a "$report" > /dev/null
   grep -h 'ERROR SUMMARY' "$logs"/sanitizer_*.log 2> /dev/null | sed 's/^/  compute-sanitizer: /' | tee -a "$report" > /dev/null
+  if [ -f "$compare_out/table.md" ]; then
+    say ""
+    tee -a "$report" < "$compare_out/table.md" > /dev/null
+  fi
   say ""
   say "gpu_check: $([ "$failed" = 0 ] && echo "no step failed" || echo "$failed step(s) failed") (report: $report)"
 fi

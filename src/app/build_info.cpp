@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "ddp/backend/cuda_backend.hpp"
-#include "ddp/backend/cuda_plugin.hpp"
+#include "ddp/plugin/cuda_plugin.hpp"
 #include "ddp/version_info.hpp"
 
 namespace ddp::app {
@@ -17,14 +17,14 @@ std::string build_info() {
   os << "ddp_train " << DDP_VERSION_STRING << " (" << DDP_BUILD_TYPE << ")\n";
   os << "backends: cpu (oneDNN)";
   // The CUDA backend is the plugin libddp_cuda.so: say whether it loaded, from where, or why not.
-  const backend::CudaPluginStatus& plugin = backend::cuda_plugin_status();
-  if (plugin.loaded) {
-    os << ", cuda (cuDNN, cuBLAS, NCCL; plugin " << plugin.path << ")\n"
+  const plugin::CudaPluginStatus& cuda = plugin::cuda_plugin_status();
+  if (cuda.loaded) {
+    os << ", cuda (cuDNN, cuBLAS, NCCL; plugin " << cuda.path << ")\n"
        << backend::cuda_versions() << "\n";
     if (const std::string why = backend::cuda_unavailable_reason(); !why.empty())
       os << "cuda: no usable GPU: " << why << "\n";
   } else {
-    os << "; cuda plugin not loaded: " << plugin.error << "\n";
+    os << "; cuda plugin not loaded: " << cuda.error << "\n";
   }
   const dnnl_version_t* v = dnnl_version();
   os << "oneDNN " << v->major << "." << v->minor << "." << v->patch << "\n";

@@ -172,13 +172,13 @@ class Loader {
                           ") or give [[model.layers]]");
       }
       check_preset_keys(model.preset);
-      model.layers = preset_layers(model.preset, preset_options(cfg_));
+      model.layers = nn::preset_layers(model.preset, preset_options(cfg_));
       return;
     }
     if (preset_given && !model.preset.empty()) {
       check_preset_keys(model.preset);
       // Equal layers are allowed next to the preset: that is what a resolved configuration holds.
-      if (!same_layers(preset_layers(model.preset, preset_options(cfg_)), *file_layers_)) {
+      if (!same_layers(nn::preset_layers(model.preset, preset_options(cfg_)), *file_layers_)) {
         throw ConfigError(subject(*find_config_key("model.preset")) + ": both a preset and " +
                           "[[model.layers]] (line " + std::to_string(file_layers_->front().line) +
                           ") describe the model; give only one");
@@ -329,7 +329,7 @@ class Loader {
 
   static std::string presets_text() {
     std::string out;
-    for (auto p : preset_names()) out += (out.empty() ? "" : ", ") + std::string(p);
+    for (auto p : nn::preset_names()) out += (out.empty() ? "" : ", ") + std::string(p);
     return out;
   }
 
@@ -352,7 +352,7 @@ class Loader {
 
   // model.stem and model.zero_init_residual against the preset ("" for [[model.layers]]).
   void check_preset_keys(const std::string& preset) const {
-    if (auto problem = detail::preset_option_problem(preset, preset_options(cfg_)))
+    if (auto problem = nn::preset_option_problem(preset, preset_options(cfg_)))
       fail(problem->first, problem->second);
   }
 
@@ -376,8 +376,8 @@ std::optional<std::string> detail::nearest_key(const std::string& name) {
   return detail::nearest(name, all_key_names());
 }
 
-PresetOptions preset_options(const Config& cfg) {
-  PresetOptions o;
+nn::PresetOptions preset_options(const Config& cfg) {
+  nn::PresetOptions o;
   o.stem = cfg.model.stem;
   const ModelShape shape = model_shape(cfg.data);
   o.image_side = shape.side;

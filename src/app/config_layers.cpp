@@ -25,7 +25,7 @@ std::string keys_of_type(std::string_view type) {
   const nn::LayerType* t = nn::find_layer_type(type);
   if (!t) return "";
   std::string keys;
-  for (auto k : t->keys) keys += (keys.empty() ? "" : ", ") + std::string(k);
+  for (const auto& k : t->keys) keys += (keys.empty() ? "" : ", ") + std::string(k.name);
   return "; " + std::string(type) + " takes " +
          (keys.empty() ? "no keys besides name and input(s)" : keys);
 }
@@ -81,13 +81,11 @@ class LayerReader {
                           std::string(lk.name) + "' (" + std::string(lk.help) + ")");
       }
     }
-    // PyTorch's rule: a pooling window must overlap the image by at least half.
-    if ((spec_.type == "maxpool" || spec_.type == "avgpool") &&
-        (2 * spec_.padding.h > spec_.kernel.h || 2 * spec_.padding.w > spec_.kernel.w)) {
-      throw ConfigError(at(line_of("padding")) + ": " + label() +
-                        ": padding = " + format_value(IntPair{spec_.padding.h, spec_.padding.w}) +
-                        ": must be at most kernel / 2 (kernel = " +
-                        format_value(IntPair{spec_.kernel.h, spec_.kernel.w}) + ")");
+    // The type's own checks of the entry as a whole (the pools' padding against the kernel).
+    const nn::LayerType* t = nn::find_layer_type(spec_.type);
+    if (t && t->check) {
+      if (auto problem = t->check(spec_))
+        throw ConfigError(at(line_of(problem->key)) + ": " + label() + ": " + problem->message);
     }
     return spec_;
   }
@@ -126,15 +124,6 @@ class LayerReader {
 };
 
 }  // namespace
-
-void assign_default_layer_names(std::vector<nn::LayerSpec>& layers) {
-  std::map<std::string, std::size_t, std::less<>> counts;
-  for (auto& spec : layers) {
-    const auto fam = family(spec.type);
-    const auto n = ++counts[std::string(fam)];
-    if (spec.name.empty()) spec.name = std::string(fam) + std::to_string(n);
-  }
-}
 
 bool same_layers(const std::vector<nn::LayerSpec>& a, const std::vector<nn::LayerSpec>& b) {
   if (a.size() != b.size()) return false;

@@ -8,7 +8,9 @@
 
 #include "ddp/app/config_detail.hpp"
 #include "ddp/data/registry.hpp"
+#include "ddp/error.hpp"
 #include "ddp/nn/layer_registry.hpp"
+#include "ddp/nn/presets.hpp"
 
 // The tables below use designated initializers and leave the fields a key does not need at their
 // defaults; GCC < 14 warns about every such omission (GCC bug 96868), so silence it in this file.
@@ -36,7 +38,7 @@ Range unit_open() {
 
 std::vector<std::string_view> preset_choices() {
   std::vector<std::string_view> out = {""};
-  for (auto name : preset_names()) out.push_back(name);
+  for (auto name : nn::preset_names()) out.push_back(name);
   return out;
 }
 
@@ -206,15 +208,19 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(run, tensorboard),
        .help = "rank 0 writes TensorBoard event files into run.dir/tensorboard (every "
                "metrics.jsonl field per epoch; loss, learning rate and images/s every "
-               "run.log_every steps)"},
+               "run.log_every steps, more often in a short run, and with every progress line); "
+               "false: none"},
+      {DDP_KEY(run, verbose), .help =
+                                  "print the model's layer table at start (it is always written to "
+                                  "run.dir/model.txt)"},
       {DDP_KEY(run, trace),
        .help = "every rank's step phases (data wait, forward, backward, each bucket's "
                "all-reduce, optimizer, evaluation, snapshots) as a Chrome trace: "
                "run.dir/trace/rank_NNNN.json, merged by rank 0 into run.dir/trace.json"},
       {DDP_KEY(run, log_every),
        .help = "steps between progress lines (time, step/total, loss, images/s, ETA) when "
-               "stdout is not a terminal, at least one every 30 s; also the step interval of "
-               "the TensorBoard step scalars (0 = neither)",
+               "stdout is not a terminal, at least one every 30 s; also the longest interval "
+               "between TensorBoard step scalars (0 = neither)",
        .range = at_least(0)},
 
       {DDP_KEY(data, dataset),
@@ -516,8 +522,13 @@ const std::vector<std::string_view>& layer_types() {
   return types;
 }
 
-const std::vector<LayerKey>& layer_keys() {
-  static const std::vector<LayerKey> keys = {
+namespace {
+
+// The keys of every layer type: type, name, input(s), then each key a layer type registers
+// (nn/layer_registry.hpp), once, in the registry's order. A key two types share must be one
+// definition (same field, help and values): it is one entry here.
+std::vector<LayerKey> collect_layer_keys() {
+  std::vector<LayerKey> keys = {
       {DDP_LAYER_KEY(type), .help = "layer type", .choices = layer_types(), .every_type = true},
       {DDP_LAYER_KEY(name),
        .help = "unique name (default: conv1, relu1, pool1, fc1, bn1, drop1, flatten1, ...)",
@@ -533,32 +544,44 @@ const std::vector<LayerKey>& layer_keys() {
        .help = "the layers whose outputs this one reads, e.g. [\"conv2\", \"pool1\"] (add, "
                "concat); only layers above may be named",
        .every_type = true, .identifier = true},
-      {DDP_LAYER_KEY(out_channels), .help = "output channels", .range = at_least(1)},
-      {DDP_LAYER_KEY(out_features), .help = "output features", .range = at_least(1)},
-      {DDP_LAYER_KEY(kernel), .help = "window size: an integer or [height, width]",
-       .range = at_least(1)},
-      {DDP_LAYER_KEY(stride),
-       .help = "step of the window, integer or [h, w] (0 = 1 for conv2d, = kernel for pools)",
-       .range = at_least(0)},
-      {DDP_LAYER_KEY(padding),
-       .help = "zero padding on each side, integer or [h, w] (pools: at most kernel / 2)",
-       .range = at_least(0)},
-      {DDP_LAYER_KEY(dilation), .help = "spacing of the kernel taps, integer or [h, w]",
-       .range = at_least(1)},
-      {DDP_LAYER_KEY(groups),
-       .help = "channel groups (in and out channels divisible by it; depthwise: = channels)",
-       .range = at_least(1)},
-      {DDP_LAYER_KEY(bias), .help = "learn an additive bias"},
-      {DDP_LAYER_KEY(init),
-       .help = "initialisation: \"\" (PyTorch's default), kaiming_normal (fan-out, bias 0), "
-               "normal (std 0.01, bias 0), zeros (batchnorm weight 0)",
-       .choices = {"", "kaiming_normal", "normal", "zeros"}},
-      {DDP_LAYER_KEY(p), .help = "drop probability", .range = unit_open()},
-      {DDP_LAYER_KEY(momentum), .help = "running-statistics momentum (PyTorch convention)",
-       .range = {.lo = 0.0, .hi = 1.0, .lo_open = true}},
-      {DDP_LAYER_KEY(eps), .help = "variance epsilon", .range = above(0.0)},
-      {DDP_LAYER_KEY(slope), .help = "negative slope", .range = at_least(0.0)},
   };
+  const std::size_t common = keys.size();
+  nn::LayerSpec probe;
+  for (const auto& t : nn::layer_registry()) {
+    for (const nn::LayerKeyDef& d : t.keys) {
+      const Range range{.lo = d.range.lo,
+                        .hi = d.range.hi,
+                        .lo_open = d.range.lo_open,
+                        .hi_open = d.range.hi_open};
+      const auto same = [&](const LayerKey& k) { return k.name == d.name; };
+      const auto it = std::find_if(keys.begin(), keys.end(), same);
+      if (it == keys.end()) {
+        keys.push_back({.name = d.name,
+                        .field = d.field,
+                        .help = d.help,
+                        .range = range,
+                        .choices = d.choices});
+        continue;
+      }
+      const bool equal = it - keys.begin() >= static_cast<std::ptrdiff_t>(common) &&
+                         it->field(probe) == d.field(probe) && it->help == d.help &&
+                         it->range.lo == range.lo && it->range.hi == range.hi &&
+                         it->range.lo_open == range.lo_open && it->range.hi_open == range.hi_open &&
+                         it->choices == d.choices;
+      if (!equal)
+        throw Error("internal: layer type '" + std::string(t.type) + "' defines key '" +
+                    std::string(d.name) +
+                    "' otherwise than another type or the common keys do; share one definition "
+                    "(src/nn/layers/shared_keys.hpp)");
+    }
+  }
+  return keys;
+}
+
+}  // namespace
+
+const std::vector<LayerKey>& layer_keys() {
+  static const std::vector<LayerKey> keys = collect_layer_keys();
   return keys;
 }
 
@@ -576,7 +599,8 @@ ValueType LayerKey::type() const {
 bool LayerKey::applies(std::string_view layer_type) const {
   if (every_type) return true;
   const nn::LayerType* t = nn::find_layer_type(layer_type);
-  return t && std::find(t->keys.begin(), t->keys.end(), name) != t->keys.end();
+  return t && std::any_of(t->keys.begin(), t->keys.end(),
+                          [this](const nn::LayerKeyDef& k) { return k.name == name; });
 }
 
 bool LayerKey::required(std::string_view layer_type) const {

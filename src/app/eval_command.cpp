@@ -5,9 +5,16 @@
 
 #include "ddp/app/compute.hpp"
 #include "ddp/app/threads.hpp"
+#include "ddp/backend/cpu_backend.hpp"
 #include "ddp/ckpt/snapshot.hpp"
+#include "ddp/data/normalization.hpp"
+#include "ddp/data/open_dataset.hpp"
 #include "ddp/error.hpp"
-#include "ddp/train/trainer.hpp"
+#include "ddp/train/auto_caps.hpp"
+#include "ddp/train/batch_plan.hpp"
+#include "ddp/train/evaluator.hpp"
+#include "ddp/train/trained_model.hpp"
+#include "ddp/train/training_data.hpp"
 
 namespace ddp::app {
 namespace {
@@ -56,22 +63,35 @@ CLI::App* add_eval_command(CLI::App& app, EvalCommand& cmd) {
 int run_eval(EvalCommand& cmd, Config cfg, runtime::Runtime& rt, comm::MpiComm& comm,
              std::ostream& out) {
   configure_threads(cfg.runtime.threads, rt.local_size());
-  cfg.train.resume = cmd.snapshot;
   auto compute = setup_compute(cfg, rt, comm);
-  // Evaluation never steps the optimizer, but restoring checks that its state fits: build the
-  // optimizer the snapshot was written with, whatever the config says.
-  const auto meta_opt = ckpt::read_snapshot(cmd.snapshot);
-  cfg.optim.name = meta_opt.optimizer_name;
-  if (meta_opt.optimizer.count("momentum") && cfg.optim.momentum == 0.0) cfg.optim.momentum = 0.9;
-  if (!meta_opt.optimizer.count("momentum")) cfg.optim.momentum = 0.0;
-  train::Trainer trainer(cfg, comm, out, {std::move(compute.backend), compute.grad_comm.get(), {}});
-  trainer.resume();
+  // The snapshot, read once, into the model its configuration describes (no optimizer, no
+  // training set: evaluation needs neither).
+  const auto snap = ckpt::read_snapshot(cmd.snapshot);
+  train::TrainedModel tm(cfg, snap, std::move(compute.backend));
+  nn::Model& model = tm.model();
+  std::string note;
+  const auto test = data::open_dataset(cfg.data, data::Split::test, cfg.train.seed, comm,
+                                       backend::compute_threads(), note);
+  train::check_test_split(cfg.data, test->samples(), model.input_shape(), model.num_classes(),
+                          "the model's");
+  // Each rank evaluates the shard its share of the global batch gives it, in micro-batches, as
+  // the training run's evaluation does.
+  train::BatchPlan plan(cfg.train, cfg.model.sync_batchnorm, comm.size(), comm.rank(), 0,
+                        cfg.train.drop_last);
+  if (cfg.train.max_micro_batch.word == "auto")
+    plan = plan.with_caps(
+        train::gather_auto_caps(plan, tm.backend(), model, cfg.model.layers, comm, out));
+  model.reserve(plan.micro_batch());
+  train::Evaluator evaluator(
+      model, tm.backend(), *test,
+      data::training_normalization(cfg.data, model.input_shape()[0], cfg.train.seed), cfg.data,
+      cfg.train.seed, comm, plan.shares(), plan.micro_batch());
   std::vector<float> logits;
-  const auto e = trainer.evaluate(cmd.dump_logits.empty() ? nullptr : &logits);
+  const auto e = evaluator.evaluate(cmd.dump_logits.empty() ? nullptr : &logits);
   char buf[160];
   std::snprintf(buf, sizeof buf, "test accuracy: %.2f%% (%lld samples), loss %.4f\n",
                 100.0 * e.accuracy, static_cast<long long>(e.samples), e.loss);
-  out << buf << "per-class accuracy:\n" << e.confusion.table(trainer.class_names());
+  out << buf << "per-class accuracy:\n" << e.confusion.table(tm.class_names());
   if (rt.is_root()) {
     namespace fs = std::filesystem;
     const fs::path dir = cmd.output_dir.empty() ? fs::absolute(cmd.snapshot).parent_path()
@@ -81,7 +101,7 @@ int run_eval(EvalCommand& cmd, Config cfg, runtime::Runtime& rt, comm::MpiComm& 
     if (ec) throw SystemError("eval --output-dir '" + dir.string() + "': " + ec.message());
     const bool matrix = e.confusion.has_matrix();
     const fs::path csv = dir / (matrix ? "confusion.csv" : "per_class.csv");
-    ckpt::write_file_atomically(csv, e.confusion.csv(trainer.class_names()));
+    ckpt::write_file_atomically(csv, e.confusion.csv(tm.class_names()));
     if (matrix)
       out << "confusion matrix (rows: true class, columns: predicted): " << csv.string() << "\n";
     else
@@ -91,7 +111,7 @@ int run_eval(EvalCommand& cmd, Config cfg, runtime::Runtime& rt, comm::MpiComm& 
     if (!cmd.dump_logits.empty()) {
       ckpt::write_file_atomically(
           cmd.dump_logits,
-          logits_csv(logits, trainer.test_set(), static_cast<std::int64_t>(e.confusion.classes())));
+          logits_csv(logits, test->samples(), static_cast<std::int64_t>(e.confusion.classes())));
       out << "logits: " << cmd.dump_logits << "\n";
     }
   }

@@ -42,7 +42,8 @@ std::string layers_help() {
   const nn::LayerSpec defaults;
   for (const auto& t : nn::layer_registry()) {
     os << "  " << t.type << ": " << t.doc << "\n";
-    for (auto name : t.keys) {
+    for (const auto& def : t.keys) {
+      const std::string_view name = def.name;
       const LayerKey* key = find_layer_key(name);
       if (!key) continue;
       const bool required =

@@ -37,6 +37,7 @@
 #include "ddp/comm/comm_options.hpp"
 #include "ddp/comm/mpi_comm.hpp"
 #include "ddp/error.hpp"
+#include "ddp/nn/presets.hpp"
 #include "ddp/runtime/cpu_binding.hpp"
 #include "ddp/runtime/launch_check.hpp"
 #include "ddp/runtime/rank_info.hpp"
@@ -83,7 +84,7 @@ int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, ddp::co
   if (!compute.note.empty()) out << "device: " << compute.note << "\n";
   if (!cfg.model.preset.empty())
     out << "preset: "
-        << ddp::app::preset_description(cfg.model.preset, ddp::app::preset_options(cfg)) << "\n";
+        << ddp::nn::preset_description(cfg.model.preset, ddp::app::preset_options(cfg)) << "\n";
   out << ddp::runtime::format_rank_table(table);
   for (const auto& w : ddp::runtime::check_binding(table)) out << "warning: " << w << "\n";
   // Collective: a new run, the run.dir's run continued (possibly with another global batch kept),

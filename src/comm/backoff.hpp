@@ -1,9 +1,12 @@
 #pragma once
-// How a rank waits for a non-blocking MPI operation. Our gradient all-reduces (~250 KB every few
-// ms) must not pay for the timeout machinery, so a wait first spins on MPI_Test like a blocking
-// MPI_Allreduce would (Open MPI's non-blocking collectives only progress inside MPI calls), then
-// yields the CPU, and only a wait that is clearly long (another rank is evaluating, writing a
-// snapshot, or stalled) sleeps, with a capped backoff, to leave the cores to those doing work.
+// How a rank waits for a non-blocking operation: an MPI request (mpi_comm.cpp), an NCCL
+// communicator's asynchronous state or an MPI step of its setup (nccl_comm.cu). Our gradient
+// all-reduces (~250 KB every few ms) must not pay for the timeout machinery, so a wait first spins
+// on MPI_Test like a blocking MPI_Allreduce would (Open MPI's non-blocking collectives only
+// progress inside MPI calls; a gradient bucket takes tens of microseconds), then yields the CPU,
+// and only a wait that is clearly long (another rank is evaluating, writing a snapshot, or
+// stalled) sleeps, with a capped backoff, to leave the cores to those doing work (and the loader
+// threads).
 #include <sched.h>
 
 #include <algorithm>

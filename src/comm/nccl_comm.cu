@@ -2,7 +2,6 @@
 // .cu file so that it is built with the CUDA backend (ddp_cuda) and only there.
 #include <cuda_runtime.h>
 #include <nccl.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backoff.hpp"
 #include "ddp/comm/nccl_comm.hpp"
 #include "ddp/comm/stall_report.hpp"
 #include "ddp/error.hpp"
@@ -35,27 +35,6 @@ using Clock = std::chrono::steady_clock;
 void cuda_check(cudaError_t e, const std::string& what) {
   if (e != cudaSuccess) cuda_fail(e, what);
 }
-
-// How a rank waits: spin first (a gradient bucket takes tens of microseconds), then yield, then
-// sleep with a capped backoff so that a long wait (another rank evaluating or stalled) leaves the
-// CPU to the loader threads.
-class Backoff {
- public:
-  void pause() {
-    const auto waited = Clock::now() - start_;
-    if (waited < std::chrono::milliseconds(2)) return;
-    if (waited < std::chrono::milliseconds(50)) {
-      sched_yield();
-      return;
-    }
-    std::this_thread::sleep_for(sleep_);
-    sleep_ = std::min(sleep_ * 2, std::chrono::microseconds(1000));
-  }
-
- private:
-  Clock::time_point start_ = Clock::now();
-  std::chrono::microseconds sleep_{50};
-};
 
 [[noreturn]] void stall_forever(int rank, std::int64_t seq) {
   std::fprintf(stderr,
@@ -268,7 +247,7 @@ struct NcclCommImpl::Impl {
               Clock::time_point start) {
     if (r == ncclSuccess) return;
     if (r != ncclInProgress || !comm) fail(what, r);
-    Backoff backoff;
+    detail::Backoff backoff;
     for (;;) {
       ncclResult_t state = ncclSuccess;
       const ncclResult_t q = ncclCommGetAsyncError(comm, &state);
@@ -352,7 +331,7 @@ struct NcclCommImpl::Impl {
   // Polls until `done` has completed, with the health check and the stall timeout; then orders the
   // compute stream after it.
   void wait_event(cudaEvent_t done, const CollectiveInfo& info, Clock::time_point start) {
-    Backoff backoff;
+    detail::Backoff backoff;
     for (;;) {
       const cudaError_t q = cudaEventQuery(done);
       if (q == cudaSuccess) break;
@@ -498,7 +477,7 @@ namespace {
 // An MPI request waited with the stall timeout (the control-plane steps of the setup).
 void wait_mpi(NcclCommImpl::Impl& m, MPI_Request& req, const CollectiveInfo& info) {
   const auto start = Clock::now();
-  Backoff backoff;
+  detail::Backoff backoff;
   for (;;) {
     int done = 0;
     const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
@@ -529,7 +508,7 @@ void stall_bootstrap(NcclCommImpl::Impl& m) {
       MPI_SUCCESS)
     throw SystemError("NCCL setup: MPI_Irecv (fault injection) failed");
   const auto start = Clock::now();
-  Backoff backoff;
+  detail::Backoff backoff;
   for (;;) {
     int done = 0;
     MPI_Test(&req, &done, MPI_STATUS_IGNORE);

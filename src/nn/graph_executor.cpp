@@ -127,6 +127,7 @@ const Tensor& GraphExecutor::forward(const Tensor& x, const StepContext& ctx) {
     if (layers_[i]->is_view()) continue;
     xs.clear();
     for (int p : plan_.inputs[i]) xs.push_back(p == kModelInput ? input_ : outs_[p]);
+    if (probe_) probe_(LayerPass::forward, i, true);
     if (ctx.mode == Mode::train && !eval_in_training_.empty() && eval_in_training_[i]) {
       StepContext eval = ctx;
       eval.mode = Mode::eval;
@@ -134,6 +135,7 @@ const Tensor& GraphExecutor::forward(const Tensor& x, const StepContext& ctx) {
     } else {
       layers_[i]->forward(xs, outs_[i], ctx);
     }
+    if (probe_) probe_(LayerPass::forward, i, false);
   }
   return outs_.back();
 }
@@ -178,6 +180,7 @@ void GraphExecutor::backward(const Tensor& dy_last,
         dx_ptrs[k] = &dxs[k];
       }
       const Tensor dy = grad_view(plan_.storage[i], plan_.out_shapes[i], n);
+      if (probe_) probe_(LayerPass::backward, i, true);
       layers_[i]->backward(xs, outs_[i], dy, dx_ptrs);
       for (std::size_t k = 0; k < in.size(); ++k) {
         const GradTarget& t = targets_[i][k];
@@ -185,6 +188,7 @@ void GraphExecutor::backward(const Tensor& dy_last,
         const Tensor sum = grad_view(t.root, plan_.out_shapes[static_cast<std::size_t>(in[k])], n);
         be_.add(dxs[k].numel(), dxs[k].data(), sum.data());
       }
+      if (probe_) probe_(LayerPass::backward, i, false);
     }
     if (on_layer_done) on_layer_done(i);
   }

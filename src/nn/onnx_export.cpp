@@ -3,11 +3,14 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
-#include <cmath>
+#include <functional>
 #include <map>
+#include <variant>
 
 #include "ddp/error.hpp"
 #include "ddp/nn/graph.hpp"
+#include "ddp/nn/layer_registry.hpp"
+#include "ddp/nn/onnx_layer.hpp"
 #include "ddp/version_info.hpp"
 
 namespace ddp::nn {
@@ -67,13 +70,39 @@ class GraphBuilder {
   onnx::GraphProto& g_;
 };
 
-std::vector<std::int64_t> pair(const Extent2& e) {
-  return {e.h, e.w};
-}
-// ONNX pads: [h_begin, w_begin, h_end, w_end].
-std::vector<std::int64_t> pads(const Extent2& e) {
-  return {e.h, e.w, e.h, e.w};
-}
+// One layer's view of the graph (nn/onnx_layer.hpp), handed to its type's export.
+class LayerNodes final : public OnnxLayer {
+ public:
+  LayerNodes(GraphBuilder& b, const LayerSpec& spec, std::vector<std::string> inputs,
+             std::string output, std::function<std::string(const std::string&)> weight)
+      : b_(b),
+        spec_(spec),
+        inputs_(std::move(inputs)),
+        output_(std::move(output)),
+        weight_(std::move(weight)) {}
+
+  const LayerSpec& spec() const override { return spec_; }
+  const std::vector<std::string>& inputs() const override { return inputs_; }
+  const std::string& output() const override { return output_; }
+  std::string weight(const std::string& suffix) override { return weight_(suffix); }
+  std::string scalar(const std::string& name, float value) override {
+    return b_.scalar(name, value);
+  }
+  using OnnxLayer::node;
+  void node(const std::string& op, const std::vector<std::string>& inputs,
+            const std::string& output, const std::vector<OnnxAttr>& attrs) override {
+    onnx::NodeProto& n = b_.node(op, inputs, output);
+    for (const auto& a : attrs)
+      std::visit([&](const auto& v) { GraphBuilder::attr(n, a.name, v); }, a.value);
+  }
+
+ private:
+  GraphBuilder& b_;
+  const LayerSpec& spec_;
+  std::vector<std::string> inputs_;
+  std::string output_;
+  std::function<std::string(const std::string&)> weight_;
+};
 
 void add_value_info(onnx::ValueInfoProto& v, const std::string& name,
                     const std::vector<std::int64_t>& dims) {
@@ -116,77 +145,19 @@ std::string export_onnx(const Model& model, const std::string& graph_name) {
   add_value_info(*g.add_input(), "input", model.input_shape().dims());
   std::vector<std::string> outputs(model.num_layers());
   for (std::size_t i = 0; i < model.num_layers(); ++i) {
-    const Layer& layer = model.layer(i);
-    const LayerSpec& s = layer.spec();
+    const LayerSpec& s = model.layer(i).spec();
     std::vector<std::string> in;
     for (const int p : model.layer_inputs(i))
       in.push_back(p == kModelInput ? std::string("input") : outputs[static_cast<std::size_t>(p)]);
     // The graph's own input and output names stay free.
     const std::string out = s.name == "input" || s.name == "logits" ? s.name + "/out" : s.name;
-    const std::string& t = s.type;
-    if (t == "conv2d") {
-      in.push_back(weight(i, "weight"));
-      if (const auto bias = weight(i, "bias"); !bias.empty()) in.push_back(bias);
-      auto& n = b.node("Conv", in, out);
-      b.attr(n, "kernel_shape", pair(s.kernel));
-      b.attr(n, "strides", pair(s.stride.h > 0 ? s.stride : Extent2{1}));
-      b.attr(n, "pads", pads(s.padding));
-      b.attr(n, "dilations", pair(s.dilation));
-      b.attr(n, "group", s.groups);
-    } else if (t == "linear") {
-      // Our linear flattens each sample itself; Gemm wants [N, features].
-      b.node("Flatten", in, out + "/flat");
-      std::vector<std::string> gin = {out + "/flat", weight(i, "weight")};
-      if (const auto bias = weight(i, "bias"); !bias.empty()) gin.push_back(bias);
-      auto& n = b.node("Gemm", gin, out);
-      b.attr(n, "transB", std::int64_t{1});
-    } else if (t == "batchnorm") {
-      in.push_back(weight(i, "weight"));
-      in.push_back(weight(i, "bias"));
-      in.push_back(weight(i, "running_mean"));
-      in.push_back(weight(i, "running_var"));
-      auto& n = b.node("BatchNormalization", in, out);
-      b.attr(n, "epsilon", s.eps);
-    } else if (t == "relu") {
-      b.node("Relu", in, out);
-    } else if (t == "relu6") {
-      b.node("Clip", {in[0], b.scalar(out + "/min", 0.0f), b.scalar(out + "/max", 6.0f)}, out);
-    } else if (t == "leaky_relu") {
-      b.attr(b.node("LeakyRelu", in, out), "alpha", s.slope);
-    } else if (t == "gelu") {
-      // The exact form, x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)): opset 17 has no Gelu yet.
-      b.node("Div", {in[0], b.scalar(out + "/sqrt2", static_cast<float>(std::sqrt(2.0)))},
-             out + "/scaled");
-      b.node("Erf", {out + "/scaled"}, out + "/erf");
-      b.node("Add", {out + "/erf", b.scalar(out + "/one", 1.0f)}, out + "/one_plus");
-      b.node("Mul", {in[0], out + "/one_plus"}, out + "/x_one_plus");
-      b.node("Mul", {out + "/x_one_plus", b.scalar(out + "/half", 0.5f)}, out);
-    } else if (t == "silu") {
-      b.node("Sigmoid", in, out + "/sigmoid");
-      b.node("Mul", {in[0], out + "/sigmoid"}, out);
-    } else if (t == "maxpool" || t == "avgpool") {
-      auto& n = b.node(t == "maxpool" ? "MaxPool" : "AveragePool", in, out);
-      b.attr(n, "kernel_shape", pair(s.kernel));
-      b.attr(n, "strides", pair(s.stride.h > 0 ? s.stride : s.kernel));
-      b.attr(n, "pads", pads(s.padding));
-      b.attr(n, "ceil_mode", std::int64_t{0});
-      // Our average excludes the padding from the count (oneDNN's avg_exclude_padding).
-      if (t == "avgpool") b.attr(n, "count_include_pad", std::int64_t{0});
-    } else if (t == "global_avgpool") {
-      b.node("GlobalAveragePool", in, out + "/pooled");
-      b.node("Flatten", {out + "/pooled"}, out);
-    } else if (t == "flatten") {
-      b.node("Flatten", in, out);
-    } else if (t == "dropout") {
-      b.node("Identity", in, out);
-    } else if (t == "add") {
-      b.node("Sum", in, out);
-    } else if (t == "concat") {
-      b.attr(b.node("Concat", in, out), "axis", std::int64_t{1});
-    } else {
-      throw Error("ONNX export: layer '" + s.name + "' has type '" + t +
-                  "', which the exporter does not know");
-    }
+    const LayerType* type = find_layer_type(s.type);
+    if (!type)
+      throw Error("ONNX export: layer '" + s.name + "' has type '" + s.type +
+                  "', which no layer file registers");
+    LayerNodes nodes(b, s, std::move(in), out,
+                     [&](const std::string& suffix) { return weight(i, suffix); });
+    type->onnx(nodes);
     outputs[i] = out;
   }
   // The logits under a fixed name, whatever the last layer is called.

@@ -92,7 +92,7 @@ bool is_invocation_key(const std::string& key) {
       "runtime.threads", "runtime.device", "comm.timeout_s", "comm.bucket_mb",
       "comm.first_bucket_mb", "comm.overlap",
       // what the run reports, not what it trains
-      "run.tensorboard", "run.trace", "run.log_every"};
+      "run.tensorboard", "run.trace", "run.log_every", "run.verbose"};
   return keys.count(key) > 0;
 }
 

@@ -1,6 +1,7 @@
 #include "ddp/train/loss_scaler.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace ddp::train {
 
@@ -10,6 +11,11 @@ LossScaler::LossScaler(double initial, double growth, double backoff, std::int64
       growth_(growth),
       backoff_(backoff),
       interval_(growth_interval) {}
+
+LossScaler LossScaler::configured(double loss_scale, bool fp16) {
+  if (loss_scale > 0) return LossScaler(loss_scale);
+  return fp16 ? LossScaler(65536.0) : LossScaler();
+}
 
 bool LossScaler::update(bool finite) {
   if (!enabled_) return true;
@@ -39,6 +45,13 @@ bool LossScaler::update_late(bool finite, double scale_used) {
 void LossScaler::restore(double scale, std::int64_t good_steps) {
   scale_ = scale;
   good_ = good_steps;
+}
+
+std::string LossScaler::summary() const {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "loss scale %g, %lld overflowing step(s) skipped so far", scale_,
+                static_cast<long long>(skipped_));
+  return buf;
 }
 
 }  // namespace ddp::train

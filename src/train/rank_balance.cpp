@@ -154,6 +154,20 @@ std::optional<std::vector<std::int64_t>> rebalanced_shares(const std::vector<Ran
   return proposed;
 }
 
+std::string rebalance_line(const std::vector<RankSpeed>& table,
+                           const std::vector<std::int64_t>& next, std::int64_t from_epoch) {
+  const auto t = per_sample_times(table);
+  std::string line = "rank_shares = auto: ";
+  for (std::size_t r = 0; r < next.size(); ++r) {
+    if (r > 0) line += '/';
+    line += std::to_string(next[r]);
+  }
+  line += " samples per rank from epoch " + std::to_string(from_epoch);
+  line += " (predicted step " + fixed(1000.0 * predicted_step_s(next, t), 1);
+  line += " ms instead of " + fixed(1000.0 * predicted_step_s(shares_of(table), t), 1) + " ms)";
+  return line;
+}
+
 std::string straggler_report(const std::vector<RankSpeed>& table, double threshold,
                              bool shares_auto) {
   const auto t = per_sample_times(table);

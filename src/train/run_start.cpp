@@ -251,8 +251,9 @@ Decision decide(const Setup& cfg, std::int64_t world, std::vector<std::string>& 
     if (!resume.empty())
       throw ConfigError("run.overwrite starts a new run: it cannot be combined with --resume " +
                         resume);
-    // The outputs of run.tensorboard, run.trace and the rank logs go with the run they describe.
-    for (const char* name : {"tensorboard", "trace", "logs", "trace.json"})
+    // The outputs of run.tensorboard, run.trace, the rank logs and the model table go with the run
+    // they describe.
+    for (const char* name : {"tensorboard", "trace", "logs", "trace.json", "model.txt"})
       if (!files.empty() && fs::exists(dir / name)) files.push_back(dir / name);
     if (!files.empty())
       archive(dir, files, record ? record->run_id : "unnamed-" + new_run_id(), out);

@@ -9,8 +9,9 @@
 
 namespace ddp::train {
 
-TrainedModel::TrainedModel(const Setup& cfg, const ckpt::Snapshot& snap)
-    : be_(backend::make_cpu_backend()) {
+TrainedModel::TrainedModel(const Setup& cfg, const ckpt::Snapshot& snap,
+                           std::unique_ptr<backend::Backend> be)
+    : be_(be ? std::move(be) : backend::make_cpu_backend()) {
   const auto g = data::dataset_geometry(cfg.data);
   model_ = std::make_unique<nn::Model>(cfg.model.layers, Shape{g.channels, g.height, g.width},
                                        g.classes, *be_);
@@ -44,6 +45,7 @@ TrainedModel::TrainedModel(const Setup& cfg, const ckpt::Snapshot& snap)
 TrainedModel::~TrainedModel() = default;
 
 std::vector<float> TrainedModel::logits(const float* images, std::int64_t n) {
+  if (be_->device() != Device::cpu) throw Error("internal: TrainedModel::logits on a GPU");
   if (n > reserved_) {
     model_->reserve(n);
     reserved_ = n;

@@ -49,10 +49,11 @@ bash "$SRC/scripts/gpu_check.sh" --dry-run --bundle "$WORK/bundle" --work "$WORK
   { cat "$WORK/dry.log"; fail "gpu_check.sh --dry-run failed"; }
 cat "$WORK/dry.log"
 steps=$(awk 'NR > 1 { print $1 }' "$WORK/dry.log" | tr '\n' ' ')
-want="unpack_bundle configure build unit_gpu unit_nccl_per_gpu integration_cuda cifar_gpu_vs_cpu mobilenet_gpu_vs_cpu sanitizer_memcheck sanitizer_racecheck sanitizer_synccheck fp16_loss_scaling gpu_bench lenet_cifar10_10_epochs "
+want="unpack_bundle configure build unit_gpu unit_nccl_per_gpu integration_cuda cifar_gpu_vs_cpu mobilenet_gpu_vs_cpu sanitizer_memcheck sanitizer_racecheck sanitizer_synccheck fp16_loss_scaling gpu_bench lenet_cifar10_10_epochs gpu_compare "
 [ "$steps" = "$want" ] || fail "dry-run steps: '$steps', expected '$want'"
 grep -q "resnet20\|ResNet-20" "$WORK/dry.log" || fail "dry run does not mention ResNet-20"
 grep -q "fp32 and bf16" "$WORK/dry.log" || fail "dry run does not mention both precisions"
+grep -q "gpu_compare.sh.*torch.compile" "$WORK/dry.log" || fail "dry run does not say what gpu_compare runs"
 [ ! -e "$WORK/dry" ] || fail "--dry-run created its work tree"
 
 # --- unpack and configure in a clean prefix (needs nvcc: gpu_check builds the CUDA backend) ---

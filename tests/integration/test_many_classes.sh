@@ -35,7 +35,7 @@ same() {  # same A B: bitwise-equal final weights
     "$WORK/$2/snapshot_e0001.h5" > /dev/null || fail "$2 trained other weights than $1"
 }
 run mem 1
-grep -q "fc3 .* $classes " "$WORK/mem.log" || { cat "$WORK/mem.log"; fail "the output layer does not have $classes logits"; }
+grep -q "fc3 .* $classes " "$WORK/mem/model.txt" || { cat "$WORK/mem/model.txt"; fail "the output layer does not have $classes logits"; }
 run stream 1 --data.cache_mb 2 --data.workers 2
 same mem stream
 run each2 2

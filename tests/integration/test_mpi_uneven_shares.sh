@@ -18,6 +18,11 @@ if [ -x "$units" ]; then
     > "$WORK/units.log" 2>&1 || { cat "$WORK/units.log"; fail "sync unit tests failed on 3 ranks"; }
   [ "$(grep -c 'PASSED.* 6 tests' "$WORK/units.log")" = 3 ] \
     || { cat "$WORK/units.log"; fail "expected 6 passing sync tests on each of 3 ranks"; }
+  # The stop agreement (comm/stop_agreement.hpp): one step late, every rank's flags counted.
+  mpirun_local -np 3 "$units" --gtest_filter='StopAgreement*' --gtest_color=no \
+    > "$WORK/stop_units.log" 2>&1 || { cat "$WORK/stop_units.log"; fail "stop agreement tests failed on 3 ranks"; }
+  [ "$(grep -c 'PASSED.* 3 tests' "$WORK/stop_units.log")" = 3 ] \
+    || { cat "$WORK/stop_units.log"; fail "expected 3 passing stop agreement tests on each of 3 ranks"; }
 else
   echo "  (unit-test binary not built at $units: skipping the 3-rank sync unit tests)"
 fi

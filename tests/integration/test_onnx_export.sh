@@ -2,8 +2,9 @@
 # `ddp_train export --format onnx`: onnxruntime (npm onnxruntime-node, CPU library as shipped) runs
 # the exported file and its logits equal ddp_train's (`eval --dump-logits`) within 1e-4 (relative
 # for logits above 1), for LeNet, the VGG net with batch norm, every preset, and a graph with every
-# layer type (onnx/all_layers.toml: grouped/dilated convolutions, every activation, padded max and
-# average pooling, add, concat, batch norm over features, dropout). Each model trains a few steps
+# layer type (onnx/all_layers.toml, which must hold every type `ddp_train layers` lists:
+# grouped/dilated convolutions, every activation, padded max and average pooling, add, concat,
+# batch norm over features, dropout). Each model trains a few steps
 # first (at a small learning rate, so that the logits stay of order 1), so that its weights and
 # batch-norm statistics are not the initial ones; the large presets train on fewer samples (they
 # run on 2 CPU cores in CI). 256 test images for every model, the first 256 (limit_subset first,
@@ -13,6 +14,14 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_data.sh"
 DDP_TEST_CIFAR=/nonexistent DDP_TEST_FASHION=/nonexistent pick_comparison_data 64 256
+# onnx/all_layers.toml holds every layer type ddp_train registers: a new type joins it, and so its
+# export is checked below.
+registered=$("$BIN" layers | sed -nE 's/^  ([a-z0-9_]+): .*/\1/p' | sort -u)
+in_graph=$(sed -nE 's/^type = "([a-z0-9_]+)"/\1/p' "$SRC/tests/integration/onnx/all_layers.toml" | sort -u)
+[ -n "$registered" ] || fail "ddp_train layers lists no layer type"
+[ "$registered" = "$in_graph" ] || fail "onnx/all_layers.toml must hold every registered layer type; \
+only registered: $(comm -23 <(echo "$registered") <(echo "$in_graph") | tr '\n' ' ')\
+only in the graph: $(comm -13 <(echo "$registered") <(echo "$in_graph") | tr '\n' ' ')"
 command -v node > /dev/null || skip "node is absent: onnxruntime-node is the ONNX oracle"
 source "$(dirname "$0")/pack/find_python.sh"
 find_python csv

@@ -41,6 +41,8 @@ set +e; wait $job; rc=$?; set -e
 [ "$rc" = 75 ] || { cat "$WORK/sig.log"; fail "exit code $rc after SIGUSR1, expected 75"; }
 mid=$(ls "$WORK/sig" | grep -E 'snapshot_e000[0-3]_s[0-9]+\.h5' || true)
 [ -n "$mid" ] || fail "no mid-epoch snapshot after SIGUSR1: $(ls "$WORK/sig")"
+grep -q "^stop requested (SIGUSR1): after .*, saving $mid\$" "$WORK/sig.log" \
+  || { cat "$WORK/sig.log"; fail "the stop line does not name SIGUSR1 and $mid"; }
 train 3 "$WORK/sig" --resume auto || { cat "$WORK/sig.log"; fail "resume after signal failed"; }
 [ "$(digest "$WORK/sig")" = "$(digest "$WORK/ref")" ] || fail "signal + resume changed the weights"
 echo "  SIGUSR1 ($mid) + resume: bitwise identical"

@@ -9,9 +9,12 @@
 #include "ddp/app/config.hpp"
 #include "ddp/app/config_schema.hpp"
 #include "ddp/data/packed_writer.hpp"
+#include "ddp/nn/presets.hpp"
 
 namespace ddp::app {
 namespace {
+
+using nn::preset_layers;
 
 namespace fs = std::filesystem;
 

@@ -14,7 +14,8 @@ TEST(LayersHelp, ListsEveryTypeWithItsKeys) {
   const std::string text = layers_help();
   for (const auto& t : nn::layer_registry()) {
     EXPECT_THAT(text, HasSubstr("\n  " + std::string(t.type) + ": " + std::string(t.doc)));
-    for (auto key : t.keys) EXPECT_NE(find_layer_key(key), nullptr) << t.type << "." << key;
+    for (const auto& key : t.keys)
+      EXPECT_NE(find_layer_key(key.name), nullptr) << t.type << "." << key.name;
   }
   EXPECT_THAT(text, HasSubstr("    groups INT = 1: "));
   EXPECT_THAT(text, HasSubstr("    kernel INT|[H,W] (required): "));

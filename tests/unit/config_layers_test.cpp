@@ -10,9 +10,12 @@
 
 #include "ddp/app/config.hpp"
 #include "ddp/error.hpp"
+#include "ddp/nn/presets.hpp"
 
 namespace ddp::app {
 namespace {
+
+using nn::preset_layers;
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;

@@ -14,9 +14,12 @@
 #include "config_file_fixture.hpp"
 #include "ddp/app/config_schema.hpp"
 #include "ddp/error.hpp"
+#include "ddp/nn/presets.hpp"
 
 namespace ddp::app {
 namespace {
+
+using nn::preset_layers;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;

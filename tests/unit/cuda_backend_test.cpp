@@ -449,7 +449,8 @@ TEST_F(CudaVsCpu, Activations) {
                {Activation::relu6, "relu6"},
                {Activation::leaky_relu, "leaky_relu"},
                {Activation::gelu, "gelu"},
-               {Activation::silu, "silu"}};
+               {Activation::silu, "silu"},
+               {Activation::hardswish, "hardswish"}};
   const float slope = 0.1f;
   for (const auto& k : kinds) {
     SCOPED_TRACE(k.name);

@@ -28,6 +28,7 @@
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/comm/mpi_comm.hpp"
 #include "ddp/nn/model.hpp"
+#include "ddp/nn/presets.hpp"
 #include "ddp/optim/optimizer.hpp"
 #include "ddp/rng.hpp"
 #include "ddp/train/trainer.hpp"
@@ -48,7 +49,7 @@ namespace fs = std::filesystem;
 const Shape kInput{3, 32, 32};
 
 std::vector<nn::LayerSpec> vgg_bn_dropout() {
-  auto layers = app::preset_layers("vgg_small_bn");
+  auto layers = nn::preset_layers("vgg_small_bn");
   nn::LayerSpec d;
   d.type = "dropout";
   d.name = "drop1";
@@ -158,8 +159,8 @@ TEST(CudaModel, InitialisationIsBitwiseTheCpuModels) {
   DDP_REQUIRE_CUDA();
   auto cpu = make_cpu_backend();
   auto gpu = make_cuda_backend(0);
-  nn::Model c(app::preset_layers("vgg_small_bn"), kInput, 10, *cpu);
-  nn::Model g(app::preset_layers("vgg_small_bn"), kInput, 10, *gpu);
+  nn::Model c(nn::preset_layers("vgg_small_bn"), kInput, 10, *cpu);
+  nn::Model g(nn::preset_layers("vgg_small_bn"), kInput, 10, *gpu);
   c.init_parameters(7);
   g.init_parameters(7);
   EXPECT_EQ(g.params().data() == g.host_params().data(), false);  // device memory + mirror
@@ -170,8 +171,8 @@ TEST(CudaModel, LeNetStepsMatchCpu) {
   DDP_REQUIRE_CUDA();
   auto cpu = make_cpu_backend();
   auto gpu = make_cuda_backend(0);
-  compare(train(*cpu, app::preset_layers("lenet"), 5, 64, 11),
-          train(*gpu, app::preset_layers("lenet"), 5, 64, 11), "lenet");
+  compare(train(*cpu, nn::preset_layers("lenet"), 5, 64, 11),
+          train(*gpu, nn::preset_layers("lenet"), 5, 64, 11), "lenet");
 }
 
 TEST(CudaModel, VggBatchNormDropoutStepsMatchCpu) {
@@ -252,8 +253,8 @@ void expect_same_gradients(const std::vector<nn::LayerSpec>& layers, std::int64_
 
 TEST(CudaModel, ResidualAndDepthwiseGradientsMatchCpuLayerByLayer) {
   DDP_REQUIRE_CUDA();
-  expect_same_gradients(app::preset_layers("resnet20"), 16, "resnet20", kElementwise);
-  expect_same_gradients(app::preset_layers("mobilenet_v2"), 16, "mobilenet_v2",
+  expect_same_gradients(nn::preset_layers("resnet20"), 16, "resnet20", kElementwise);
+  expect_same_gradients(nn::preset_layers("mobilenet_v2"), 16, "mobilenet_v2",
                         kFp32NoiseOfMobileNetV2);
 }
 
@@ -269,11 +270,11 @@ TEST(CudaModel, ResidualAndDepthwiseNetworksStepsMatchCpu) {
   DDP_REQUIRE_CUDA();
   auto cpu = make_cpu_backend();
   auto gpu = make_cuda_backend(0);
-  const auto resnet = app::preset_layers("resnet20");
+  const auto resnet = nn::preset_layers("resnet20");
   compare(train(*cpu, resnet, 3, 16, 15), train(*gpu, resnet, 3, 16, 15), "resnet20");
 
   SCOPED_TRACE("mobilenet_v2");
-  const auto mobilenet = app::preset_layers("mobilenet_v2");
+  const auto mobilenet = nn::preset_layers("mobilenet_v2");
   const TrainRun c = train(*cpu, mobilenet, 1, 16, 15), g = train(*gpu, mobilenet, 1, 16, 15);
   EXPECT_NEAR(g.losses[0], c.losses[0], 1e-4 * std::abs(c.losses[0]));
   EXPECT_NEAR(static_cast<double>(g.correct[0]), static_cast<double>(c.correct[0]), 1.0);
@@ -328,7 +329,7 @@ TEST(CudaModel, InPlaceActivationsMatchCpu) {
 // conversion or layout costs the loss its first digit).
 TEST(CudaModel, ReducedPrecisionStepsTrackFp32) {
   auto cpu = make_cpu_backend();
-  const TrainRun ref = train(*cpu, app::preset_layers("lenet"), 12, 64, 13, 1.0f, true);
+  const TrainRun ref = train(*cpu, nn::preset_layers("lenet"), 12, 64, 13, 1.0f, true);
   ASSERT_LT(ref.losses.back(), 0.97 * ref.losses.front()) << "the fp32 run must learn its batch";
   DDP_REQUIRE_CUDA();
   for (const Precision p : {Precision::fp16, Precision::bf16}) {
@@ -337,7 +338,7 @@ TEST(CudaModel, ReducedPrecisionStepsTrackFp32) {
     CudaOptions o;
     o.precision = p;
     auto gpu = make_cuda_backend(0, o);
-    const TrainRun r = train(*gpu, app::preset_layers("lenet"), 12, 64, 13,
+    const TrainRun r = train(*gpu, nn::preset_layers("lenet"), 12, 64, 13,
                              p == Precision::fp16 ? 1024.0f : 1.0f, true);
     for (std::size_t s = 0; s < ref.losses.size(); ++s)
       EXPECT_NEAR(r.losses[s], ref.losses[s], 2e-2 * ref.losses[s]) << "step " << s;
@@ -353,7 +354,7 @@ TEST(CudaModel, SnapshotsRoundTripBetweenBackends) {
   DDP_REQUIRE_CUDA();
   auto cpu = make_cpu_backend();
   auto gpu = make_cuda_backend(0);
-  const auto layers = app::preset_layers("vgg_small_bn");
+  const auto layers = nn::preset_layers("vgg_small_bn");
   const fs::path dir = fs::temp_directory_path() / ("ddp_cuda_snap_" + std::to_string(getpid()));
   fs::create_directories(dir);
   ckpt::SnapshotMeta meta;

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "ddp/app/doctor_nccl.hpp"
-#include "ddp/backend/cuda_plugin.hpp"
 #include "ddp/comm/mpi_comm.hpp"
 #include "ddp/error.hpp"
+#include "ddp/plugin/cuda_plugin.hpp"
 #include "mpi_test_env.hpp"
 
 namespace ddp::app {
@@ -21,8 +21,8 @@ TEST(DoctorNccl, StalledBootstrapFailsTheCheckInsteadOfEndingTheJob) {
   GTEST_SKIP() << "built without the CUDA backend: there is no NCCL check";
 #endif
   // ctest names the plugin in DDP_CUDA_PLUGIN; run by hand without it, it is not found.
-  if (!backend::cuda_plugin())
-    GTEST_SKIP() << "the CUDA plugin did not load: " << backend::cuda_plugin_status().error;
+  if (!plugin::cuda_plugin())
+    GTEST_SKIP() << "the CUDA plugin did not load: " << plugin::cuda_plugin_status().error;
   ddp::testing::ensure_mpi();
   comm::MpiComm control(MPI_COMM_WORLD, comm::CommOptions{30.0});
   comm::NcclCommOptions requested;

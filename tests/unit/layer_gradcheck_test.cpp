@@ -291,6 +291,15 @@ TEST(LayerGradcheck, Silu) {
   h.check(random_vector(60, 33, -6.0f, 6.0f));
 }
 
+// hardswish: smooth but for kinks at -3 and 3 (where its gradient jumps), which no
+// finite-difference step may cross.
+TEST(LayerGradcheck, Hardswish) {
+  Harness h(activation("hardswish"), Shape{5, 4}, 3);
+  EXPECT_FALSE(h.layer->can_run_in_place());
+  EXPECT_FALSE(h.layer->backward_reads_output());
+  h.check(away_from({-3.0f, 3.0f}, 60, 37, -5.0f, 5.0f), Mode::train, 5e-3f);
+}
+
 // The values themselves (a finite-difference check passes for any smooth function whose forward
 // and backward agree, e.g. the tanh approximation of gelu): against the formulas in double
 // precision, PyTorch's definitions, over [-8, 8] with the kinks themselves included.
@@ -327,6 +336,12 @@ TEST(ActivationValues, MatchPyTorchDefinitions) {
          const double sig = 1.0 / (1.0 + std::exp(-v));
          return sig * (1.0 + v * (1.0 - sig));
        }},
+      // PyTorch's (vectorised CPU) gradient at the kinks: -1/2 at -3, 1 at 3.
+      {backend::Activation::hardswish, "hardswish",
+       [](double v, double) { return v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0; },
+       [](double v, double) { return v < -3  ? 0.0
+                                     : v < 3 ? v / 3.0 + 0.5
+                                             : 1.0; }},
   };
   const auto dy = random_vector(x.size(), 34, 0.5f, 1.5f);
   for (const auto& c : cases) {

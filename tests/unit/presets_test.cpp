@@ -2,6 +2,8 @@
 // names as torchvision's, stems, zero_init_residual, initialisation statistics, class counts, the
 // model.stem / model.zero_init_residual errors, and resolved configurations that read back.
 // Numerical parity with PyTorch is tests/integration/test_torch_parity.sh.
+#include "ddp/nn/presets.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -21,6 +23,9 @@ namespace ddp::app {
 namespace {
 
 namespace fs = std::filesystem;
+using nn::preset_description;
+using nn::preset_layers;
+using nn::PresetOptions;
 using ::testing::HasSubstr;
 
 PresetOptions opts(std::string stem, std::int64_t classes = 10, bool zero_init = false) {

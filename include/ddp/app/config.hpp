@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ddp/nn/layer_spec.hpp"
+#include "ddp/nn/presets.hpp"
 #include "ddp/shape.hpp"
 #include "ddp/train/options.hpp"
 
@@ -42,20 +43,8 @@ Config load_config(const std::filesystem::path& path, const Overrides& overrides
 Config load_config_text(const std::string& toml_text, const std::string& origin,
                         const Overrides& overrides);
 
-// What a preset is built for (the model.* keys and the dataset).
-struct PresetOptions {
-  std::string stem = "auto";     // model.stem
-  std::int64_t image_side = 32;  // the input's larger side, for stem = auto
-  bool zero_init_residual = false;
-  std::int64_t classes = 10;  // the output layer's size
-};
-
-// Built-in architectures (presets.cpp); throws ConfigError for an unknown name (listing the known
-// ones) or an option the preset does not take.
-std::vector<nn::LayerSpec> preset_layers(const std::string& name, const PresetOptions& opts = {});
-// The options `cfg` asks of its preset (its model.* keys, its dataset's image size and classes).
-PresetOptions preset_options(const Config& cfg);
-// One line for the start-up output: "resnet18, cifar stem (model.stem = auto: 32x32 inputs)".
-std::string preset_description(const std::string& name, const PresetOptions& opts);
+// The options `cfg` asks of its preset (nn/presets.hpp): its model.* keys, its dataset's image
+// size and classes.
+nn::PresetOptions preset_options(const Config& cfg);
 
 }  // namespace ddp::app

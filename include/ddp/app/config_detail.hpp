@@ -50,14 +50,6 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
 // "train.epochs"); nullopt when none is near. The file and the command line suggest the same.
 std::optional<std::string> nearest_key(const std::string& name);
 
-// Why a preset does not take the options asked of it, as {key, problem} ("model.stem",
-// "resnet20 is a CIFAR net: ..."); preset "" is a model given by [[model.layers]], which takes
-// none.
-std::optional<std::pair<std::string, std::string>> preset_option_problem(const std::string& preset,
-                                                                         const PresetOptions& opts);
-
-// Names every unnamed layer after its family and ordinal within that family (conv1, relu2, fc3).
-void assign_default_layer_names(std::vector<nn::LayerSpec>& layers);
 // Every field of two layers equal, ignoring `line`.
 bool same_layers(const std::vector<nn::LayerSpec>& a, const std::vector<nn::LayerSpec>& b);
 using nn::layer_label;

@@ -87,9 +87,9 @@ const std::vector<ConfigKey>& config_keys();
 const ConfigKey* find_config_key(std::string_view name);  // nullptr when unknown
 std::vector<std::string> config_sections();               // "run", "data", ...
 
-// One key of a [[model.layers]] entry.
-using LayerField = std::variant<std::int64_t*, float*, bool*, std::string*, nn::Extent2*,
-                                std::vector<std::string>*>;
+// One key of a [[model.layers]] entry: type, name, input(s), and the keys each layer type
+// registers (nn/layer_registry.hpp).
+using LayerField = nn::LayerField;
 
 struct LayerKey {
   std::string_view name;  // "kernel"
@@ -97,8 +97,8 @@ struct LayerKey {
   std::string_view help;
   Range range;
   std::vector<std::string_view> choices;
-  bool every_type = false;    // type, name, input(s); otherwise the types whose registry entry
-                              // (nn/layer_registry.hpp) lists the key
+  bool every_type = false;    // type, name, input(s); otherwise the types whose registration
+                              // (nn/layer_registry.hpp) defines the key
   bool identifier = false;    // strings (and each name of a list): letters, digits, '_', '-', '.'
   bool alias = false;         // another spelling of the next key (input for inputs): not written
   std::size_t max_items = 0;  // lists: at most this many (0: any)
@@ -113,8 +113,7 @@ struct LayerKey {
 
 const std::vector<LayerKey>& layer_keys();
 const LayerKey* find_layer_key(std::string_view name);
-const std::vector<std::string_view>& layer_types();   // conv2d, relu, ... (the registry's)
-const std::vector<std::string_view>& preset_names();  // lenet, lenet_mnist, ...
+const std::vector<std::string_view>& layer_types();  // conv2d, relu, ... (the registry's)
 
 // Every layer type with its keys, types, defaults and help (`ddp_train layers`, --help's footer).
 std::string layers_help();

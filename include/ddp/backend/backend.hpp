@@ -34,8 +34,8 @@ struct ConvGeom {
 
 // Element-wise activations. relu, relu6 and leaky_relu (alpha = slope >= 0) have backward passes
 // that read only the output, so they may run in place; gelu (the exact erf form, PyTorch's
-// default) and silu (x * sigmoid(x)) need the input.
-enum class Activation { relu, relu6, leaky_relu, gelu, silu };
+// default), silu (x * sigmoid(x)) and hardswish (x * relu6(x + 3) / 6) need the input.
+enum class Activation { relu, relu6, leaky_relu, gelu, silu, hardswish };
 constexpr bool backward_uses_output(Activation a) {
   return a == Activation::relu || a == Activation::relu6 || a == Activation::leaky_relu;
 }

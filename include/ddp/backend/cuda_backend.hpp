@@ -4,7 +4,7 @@
 // Everything a backend does is enqueued on its one compute stream of one GPU.
 //
 // This header needs no CUDA header: host code includes it whether or not the backend was built.
-// The backend is the plugin libddp_cuda.so (ddp/backend/cuda_plugin.hpp). Without it (not built,
+// The backend is the plugin libddp_cuda.so (ddp/plugin/cuda_plugin.hpp). Without it (not built,
 // or no CUDA libraries on this node) every function below exists: cuda_unavailable_reason() says
 // why, cuda_versions() returns "", make_cuda_backend() and the buffers throw ddp::SystemError.
 //

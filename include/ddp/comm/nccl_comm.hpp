@@ -65,7 +65,7 @@ struct NcclCommOptions {
 };
 
 // The interface; make_nccl_comm() creates one. The implementation lives in the CUDA plugin
-// (libddp_cuda.so, see ddp/backend/cuda_plugin.hpp).
+// (libddp_cuda.so, see ddp/plugin/cuda_plugin.hpp).
 class NcclComm : public Communicator {
  public:
   // The stall timeout in seconds (<= 0: wait forever) for collectives waited from now on.

@@ -6,12 +6,20 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "ddp/backend/backend.hpp"
 #include "ddp/nn/graph.hpp"
 
 namespace ddp::nn {
+
+// Which pass a LayerProbe call is about.
+enum class LayerPass { forward, backward };
+// Called right before (begin = true) and right after (begin = false) each layer's forward and
+// backward that does work (views do none), the sums of fan-out gradients counted with the
+// backward that made them: where a profiler records its timing events (gpu_bench --profile).
+using LayerProbe = std::function<void(LayerPass pass, std::size_t layer, bool begin)>;
 
 class GraphExecutor {
  public:
@@ -34,6 +42,8 @@ class GraphExecutor {
   // Floats held for activations and gradients (for memory reports and tests).
   std::int64_t activation_floats() const;
   std::int64_t gradient_floats() const;
+  // Empty (the default): no calls.
+  void set_probe(LayerProbe probe) { probe_ = std::move(probe); }
 
  private:
   // Where layer i's backward writes the gradient of its input k.
@@ -61,6 +71,7 @@ class GraphExecutor {
   std::int64_t last_n_ = 0;
   Mode last_mode_ = Mode::eval;
   std::vector<bool> eval_in_training_, runs_backward_;
+  LayerProbe probe_;
 };
 
 }  // namespace ddp::nn

@@ -2,6 +2,7 @@
 // A layer as the configuration describes it, before shapes are known.
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace ddp::nn {
@@ -45,6 +46,11 @@ struct LayerSpec {
   // zero_init_residual).
   std::string init;
 };
+
+// The LayerSpec field a [[model.layers]] key is stored in (nn/layer_registry.hpp's LayerKeyDef);
+// the pointer's type is the key's value type.
+using LayerField =
+    std::variant<std::int64_t*, float*, bool*, std::string*, Extent2*, std::vector<std::string>*>;
 
 // "model.layers[3] (linear 'fc1')": how errors name a layer of the configuration.
 std::string layer_label(std::size_t index, const LayerSpec& spec);

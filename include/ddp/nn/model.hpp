@@ -68,6 +68,9 @@ class Model {
   // The layers whose outputs layer i reads (kModelInput for the model input).
   const std::vector<int>& layer_inputs(std::size_t i) const;
   const GraphExecutor& graph() const { return *graph_; }
+  // Calls `probe` around every layer's forward and backward (GraphExecutor::set_probe), for
+  // per-layer profiles; an empty one ends the calls.
+  void set_layer_probe(LayerProbe probe) { graph_->set_probe(std::move(probe)); }
 
   // [begin, end) of layer i's gradients in the flat buffer (empty when it has no parameters).
   std::pair<std::size_t, std::size_t> grad_range(std::size_t layer) const;

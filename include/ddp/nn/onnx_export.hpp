@@ -12,8 +12,9 @@ namespace ddp::nn {
 inline constexpr int kOnnxOpset = 17;
 
 // The serialised ModelProto (the bytes of a .onnx file). Reads the model's host mirrors (call
-// model.pull_state() first on a GPU). Throws Error for a layer type the exporter does not know
-// and for a graph the ONNX checker refuses (with the checker's message).
+// model.pull_state() first on a GPU). Each layer's nodes come from its type's registration
+// (LayerType::onnx, nn/layer_registry.hpp). Throws Error for a graph the ONNX checker refuses
+// (with the checker's message).
 std::string export_onnx(const Model& model, const std::string& graph_name);
 
 }  // namespace ddp::nn

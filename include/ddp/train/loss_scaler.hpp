@@ -5,6 +5,7 @@
 // carries one rank's overflow to every rank, so all ranks decide alike) and halves the scale;
 // `growth_interval` good steps in a row double it.
 #include <cstdint>
+#include <string>
 
 namespace ddp::train {
 
@@ -13,6 +14,9 @@ class LossScaler {
   LossScaler() = default;  // disabled: scale 1, every step applied
   explicit LossScaler(double initial, double growth = 2.0, double backoff = 0.5,
                       std::int64_t growth_interval = 2000);
+  // What the configuration asks for: train.loss_scale > 0 turns it on at that scale on any
+  // precision; 0 turns it on for fp16 (whose gradients underflow without it) at 2^16, else off.
+  static LossScaler configured(double loss_scale, bool fp16);
 
   bool enabled() const { return enabled_; }
   double scale() const { return scale_; }
@@ -24,6 +28,8 @@ class LossScaler {
   // (the scale is not halved twice for two overflowing steps in a row, nor grown).
   bool update_late(bool finite, double scale_used);
   std::int64_t skipped() const { return skipped_; }
+  // "loss scale 32768, 3 overflowing step(s) skipped so far"
+  std::string summary() const;
 
   // For snapshots: the scale and the good steps since it last changed.
   std::int64_t good_steps() const { return good_; }

@@ -17,10 +17,11 @@ namespace ddp::train {
 struct RunOptions {
   std::string dir = "runs/default";  // run.dir: outputs (metrics.jsonl, snapshots)
   bool overwrite = false;            // archive another run's files found in dir and start anew
-  bool tensorboard = false;          // rank 0 writes dir/tensorboard/events.out.tfevents.*
+  bool tensorboard = true;           // rank 0 writes dir/tensorboard/events.out.tfevents.*
   bool trace = false;                // every rank's step phases into dir/trace/ (Chrome trace JSON)
-  // Steps between progress lines on stdout without a terminal (also every 30 s) and between the
-  // per-step TensorBoard scalars; 0 = none.
+  bool verbose = false;              // the model's layer table in the log (always in dir/model.txt)
+  // Steps between progress lines on stdout without a terminal (also every 30 s) and, at most,
+  // between the per-step TensorBoard scalars (train/run_watch.hpp); 0 = none.
   std::int64_t log_every = 50;
 };
 

@@ -1,8 +1,8 @@
 #pragma once
-// A trained model rebuilt from a snapshot on the CPU, without its dataset: the layers from the
-// configuration, the image shape and class count from the dataset's description
-// (data/dataset_geometry.hpp), the weights and batch-norm statistics from the snapshot. What
-// `ddp_train predict` and `export` work on.
+// A trained model rebuilt from a snapshot (on the CPU unless given a backend), without its dataset:
+// the layers from the configuration, the image shape and class count from the dataset's
+// description (data/dataset_geometry.hpp), the weights and batch-norm statistics from the
+// snapshot. What `ddp_train eval`, `predict` and `export` work on.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,13 +19,17 @@ class TrainedModel {
  public:
   // cfg: the configuration the snapshot was trained with (possibly overridden). ConfigError
   // naming the snapshot and every tensor whose name or shape differs from the configured model.
-  TrainedModel(const Setup& cfg, const ckpt::Snapshot& snap);
+  // be: where the model computes (null: the CPU).
+  TrainedModel(const Setup& cfg, const ckpt::Snapshot& snap,
+               std::unique_ptr<backend::Backend> be = nullptr);
   ~TrainedModel();
 
   nn::Model& model() { return *model_; }
+  backend::Backend& backend() { return *be_; }
   const std::vector<std::string>& class_names() const { return class_names_; }
 
-  // Logits [n, classes] (host memory, row-major) of n normalised images [n, C, H, W] in eval mode.
+  // Logits [n, classes] (host memory, row-major) of n normalised images [n, C, H, W] in eval mode
+  // (on the CPU backend).
   std::vector<float> logits(const float* images, std::int64_t n);
 
  private:

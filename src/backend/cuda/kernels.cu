@@ -93,9 +93,10 @@ __global__ void from_bf16_kernel(std::int64_t count, const __nv_bfloat16* __rest
   for (std::int64_t i = first_index(); i < count; i += grid_stride()) y[i] = __bfloat162float(x[i]);
 }
 
-// cpu::activation_forward / activation_backward. relu, relu6 and leaky_relu are the CPU's selects
-// (bitwise equal); gelu and silu use erff/expf where the CPU runs oneDNN's polynomial
-// approximations (equal to a few ulp). No __restrict__: the layers run some of them in place.
+// cpu::activation_forward / activation_backward. relu, relu6, leaky_relu and hardswish are the
+// CPU's expressions (bitwise equal); gelu and silu use erff/expf where the CPU runs oneDNN's
+// polynomial approximations (equal to a few ulp). No __restrict__: the layers run some of them in
+// place.
 __device__ inline float activation_value(Activation kind, float alpha, float v) {
   switch (kind) {
     case Activation::relu:
@@ -113,6 +114,11 @@ __device__ inline float activation_value(Activation kind, float alpha, float v) 
       return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
     case Activation::silu:
       return v / (1.0f + expf(-v));
+    case Activation::hardswish: {
+      const float t = v + 3.0f;
+      const float lo = t < 0.0f ? 0.0f : t;
+      return v * (lo > 6.0f ? 6.0f : lo) / 6.0f;
+    }
   }
   return v;
 }
@@ -121,7 +127,7 @@ __global__ void activation_forward_kernel(Activation kind, float alpha, std::int
   for (std::int64_t i = first_index(); i < count; i += grid_stride())
     y[i] = activation_value(kind, alpha, x[i]);
 }
-// dx from v = the output y (the relu family: the CPU's selects) or the input x (gelu, silu).
+// dx from v = the output y (the relu family: the CPU's selects) or the input x (the others).
 __device__ inline float activation_grad(Activation kind, float alpha, float v, float g) {
   switch (kind) {
     case Activation::relu:
@@ -142,6 +148,10 @@ __device__ inline float activation_grad(Activation kind, float alpha, float v, f
     case Activation::silu: {
       const float sig = 1.0f / (1.0f + expf(-v));
       return g * (sig * (1.0f + v * (1.0f - sig)));
+    }
+    case Activation::hardswish: {
+      const float mid = g * (v / 3.0f + 0.5f);
+      return v < -3.0f ? 0.0f : (v < 3.0f ? mid : g);
     }
   }
   return g;

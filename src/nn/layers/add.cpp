@@ -2,8 +2,9 @@
 #include <optional>
 
 #include "ddp/nn/activation_fusion.hpp"
+#include "ddp/nn/layer_registry.hpp"
+#include "ddp/nn/onnx_layer.hpp"
 #include "layer_util.hpp"
-#include "layers.hpp"
 
 namespace ddp::nn {
 namespace {
@@ -68,10 +69,21 @@ class Add final : public Layer, public FusesActivation {
   std::optional<backend::Activation> act_;  // applied to the sum (nn/activation_fusion.hpp)
 };
 
+void to_onnx(OnnxLayer& g) {
+  g.node("Sum", g.inputs(), g.output());
+}
+
 }  // namespace
 
-std::unique_ptr<Layer> make_add(const LayerSpec& spec, backend::Backend& be) {
-  return std::make_unique<Add>(spec, be);
+namespace registered {
+std::vector<LayerType> layer_types_add() {
+  return {{.type = "add",
+           .family = "add",
+           .doc = "element-wise sum of two or more inputs of equal shape (inputs = [...])",
+           .order = 800,
+           .make = make_layer_of<Add>,
+           .onnx = to_onnx}};
 }
+}  // namespace registered
 
 }  // namespace ddp::nn

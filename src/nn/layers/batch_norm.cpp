@@ -4,8 +4,9 @@
 // SyncBatchNorm: the per-channel sums of forward and the two of backward are summed over ranks.
 #include "ddp/nn/activation_fusion.hpp"
 #include "ddp/nn/batch_stats_reducer.hpp"
+#include "ddp/nn/onnx_layer.hpp"
 #include "layer_util.hpp"
-#include "layers.hpp"
+#include "shared_keys.hpp"
 
 namespace ddp::nn {
 namespace {
@@ -120,10 +121,30 @@ class BatchNorm final : public UnaryLayer, public UsesBatchStatsReducer, public 
   bool synced_ = false;  // the last forward used every rank's statistics
 };
 
+// Inference form: the running statistics.
+void to_onnx(OnnxLayer& g) {
+  std::vector<std::string> in = g.inputs();
+  for (const char* t : {"weight", "bias", "running_mean", "running_var"}) in.push_back(g.weight(t));
+  g.node("BatchNormalization", in, g.output(), {{"epsilon", g.spec().eps}});
+}
+
 }  // namespace
 
-std::unique_ptr<Layer> make_batch_norm(const LayerSpec& spec, backend::Backend& be) {
-  return std::make_unique<BatchNorm>(spec, be);
+namespace registered {
+std::vector<LayerType> layer_types_batch_norm() {
+  return {{.type = "batchnorm",
+           .family = "bn",
+           .doc = "batch normalisation over channels or features (running statistics)",
+           .order = 300,
+           .keys = {{DDP_SPEC_FIELD(momentum),
+                     .help = "running-statistics momentum (PyTorch convention)",
+                     .range = {.lo = 0.0, .hi = 1.0, .lo_open = true}},
+                    {DDP_SPEC_FIELD(eps), .help = "variance epsilon",
+                     .range = {.lo = 0.0, .lo_open = true}},
+                    keys::init()},
+           .make = make_layer_of<BatchNorm>,
+           .onnx = to_onnx}};
 }
+}  // namespace registered
 
 }  // namespace ddp::nn

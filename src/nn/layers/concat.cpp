@@ -1,6 +1,7 @@
 // Concatenation along channels (images: C x H x W with equal H and W; vectors: features).
+#include "ddp/nn/layer_registry.hpp"
+#include "ddp/nn/onnx_layer.hpp"
 #include "layer_util.hpp"
-#include "layers.hpp"
 
 namespace ddp::nn {
 namespace {
@@ -57,10 +58,21 @@ class Concat final : public Layer {
   std::vector<std::int64_t> rows_;  // floats per sample of each input
 };
 
+void to_onnx(OnnxLayer& g) {
+  g.node("Concat", g.inputs(), g.output(), {{"axis", std::int64_t{1}}});
+}
+
 }  // namespace
 
-std::unique_ptr<Layer> make_concat(const LayerSpec& spec, backend::Backend& be) {
-  return std::make_unique<Concat>(spec, be);
+namespace registered {
+std::vector<LayerType> layer_types_concat() {
+  return {{.type = "concat",
+           .family = "concat",
+           .doc = "concatenation along channels of two or more inputs (inputs = [...])",
+           .order = 810,
+           .make = make_layer_of<Concat>,
+           .onnx = to_onnx}};
 }
+}  // namespace registered
 
 }  // namespace ddp::nn

@@ -2,8 +2,9 @@
 // per-axis kernel, stride, padding and dilation.
 #include <cmath>
 
+#include "ddp/nn/onnx_layer.hpp"
 #include "layer_util.hpp"
-#include "layers.hpp"
+#include "shared_keys.hpp"
 
 namespace ddp::nn {
 namespace {
@@ -114,10 +115,43 @@ double Conv2d::forward_flops() const {
   return 2.0 * static_cast<double>(g_.k * g_.oh * g_.ow * (g_.c / g_.groups) * g_.r * g_.s);
 }
 
+void to_onnx(OnnxLayer& g) {
+  const LayerSpec& s = g.spec();
+  std::vector<std::string> in = g.inputs();
+  in.push_back(g.weight("weight"));
+  if (const auto bias = g.weight("bias"); !bias.empty()) in.push_back(bias);
+  g.node("Conv", in, g.output(),
+         {{"kernel_shape", onnx_pair(s.kernel)},
+          {"strides", onnx_pair(s.stride.h > 0 ? s.stride : Extent2{1})},
+          {"pads", onnx_pads(s.padding)},
+          {"dilations", onnx_pair(s.dilation)},
+          {"group", s.groups}});
+}
+
 }  // namespace
 
-std::unique_ptr<Layer> make_conv2d(const LayerSpec& spec, backend::Backend& be) {
-  return std::make_unique<Conv2d>(spec, be);
+namespace registered {
+std::vector<LayerType> layer_types_conv2d() {
+  return {{.type = "conv2d",
+           .family = "conv",
+           .doc = "2-D convolution (weight [out, in/groups, kh, kw], optional bias)",
+           .order = 100,
+           .keys = {{DDP_SPEC_FIELD(out_channels), .help = "output channels", .range = {.lo = 1}},
+                    keys::kernel(),
+                    keys::stride(),
+                    keys::padding(),
+                    {DDP_SPEC_FIELD(dilation),
+                     .help = "spacing of the kernel taps, integer or [h, w]", .range = {.lo = 1}},
+                    {DDP_SPEC_FIELD(groups),
+                     .help = "channel groups (in and out channels divisible by it; depthwise: = "
+                             "channels)",
+                     .range = {.lo = 1}},
+                    keys::bias(),
+                    keys::init()},
+           .required = {"out_channels", "kernel"},
+           .make = make_layer_of<Conv2d>,
+           .onnx = to_onnx}};
 }
+}  // namespace registered
 
 }  // namespace ddp::nn

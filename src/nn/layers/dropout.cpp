@@ -1,8 +1,9 @@
 // Inverted dropout whose mask depends only on (step seed, layer, sample index, element): the same
 // samples get the same masks whatever the batch split over ranks.
+#include "ddp/nn/layer_registry.hpp"
+#include "ddp/nn/onnx_layer.hpp"
 #include "ddp/rng.hpp"
 #include "layer_util.hpp"
-#include "layers.hpp"
 
 namespace ddp::nn {
 namespace {
@@ -44,10 +45,24 @@ class Dropout final : public UnaryLayer {
   Tensor mask_;
 };
 
+// Inference form: the identity.
+void to_onnx(OnnxLayer& g) {
+  g.node("Identity", g.inputs(), g.output());
+}
+
 }  // namespace
 
-std::unique_ptr<Layer> make_dropout(const LayerSpec& spec, backend::Backend& be) {
-  return std::make_unique<Dropout>(spec, be);
+namespace registered {
+std::vector<LayerType> layer_types_dropout() {
+  return {{.type = "dropout",
+           .family = "drop",
+           .doc = "inverted dropout in training, identity in evaluation",
+           .order = 700,
+           .keys = {{DDP_SPEC_FIELD(p), .help = "drop probability",
+                     .range = {.lo = 0.0, .hi = 1.0, .hi_open = true}}},
+           .make = make_layer_of<Dropout>,
+           .onnx = to_onnx}};
 }
+}  // namespace registered
 
 }  // namespace ddp::nn

@@ -1,5 +1,6 @@
 // Flatten: the input reinterpreted as one feature vector per sample (no buffer, no work).
-#include "layers.hpp"
+#include "ddp/nn/layer_registry.hpp"
+#include "ddp/nn/onnx_layer.hpp"
 
 namespace ddp::nn {
 namespace {
@@ -13,10 +14,21 @@ class Flatten final : public UnaryLayer {
   void backward(const Tensor&, const Tensor&, const Tensor&, const Tensor*) override {}
 };
 
+void to_onnx(OnnxLayer& g) {
+  g.node("Flatten", g.inputs(), g.output());
+}
+
 }  // namespace
 
-std::unique_ptr<Layer> make_flatten(const LayerSpec& spec, backend::Backend& be) {
-  return std::make_unique<Flatten>(spec, be);
+namespace registered {
+std::vector<LayerType> layer_types_flatten() {
+  return {{.type = "flatten",
+           .family = "flatten",
+           .doc = "C x H x W -> C*H*W (a view, no copy)",
+           .order = 600,
+           .make = make_layer_of<Flatten>,
+           .onnx = to_onnx}};
 }
+}  // namespace registered
 
 }  // namespace ddp::nn

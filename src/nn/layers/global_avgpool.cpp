@@ -1,7 +1,8 @@
 // Global average pooling: N x C x H x W -> N x C, for any H x W (torchvision's
 // AdaptiveAvgPool2d((1, 1)) followed by flatten).
+#include "ddp/nn/layer_registry.hpp"
+#include "ddp/nn/onnx_layer.hpp"
 #include "layer_util.hpp"
-#include "layers.hpp"
 
 namespace ddp::nn {
 namespace {
@@ -43,10 +44,23 @@ class GlobalAvgPool final : public UnaryLayer {
   std::unique_ptr<backend::PoolOp> op_;
 };
 
+// Flattened, as our layer's output is [N, C].
+void to_onnx(OnnxLayer& g) {
+  g.node("GlobalAveragePool", g.inputs(), g.output() + "/pooled");
+  g.node("Flatten", {g.output() + "/pooled"}, g.output());
+}
+
 }  // namespace
 
-std::unique_ptr<Layer> make_global_avgpool(const LayerSpec& spec, backend::Backend& be) {
-  return std::make_unique<GlobalAvgPool>(spec, be);
+namespace registered {
+std::vector<LayerType> layer_types_global_avgpool() {
+  return {{.type = "global_avgpool",
+           .family = "gap",
+           .doc = "mean over height and width: C x H x W -> C",
+           .order = 520,
+           .make = make_layer_of<GlobalAvgPool>,
+           .onnx = to_onnx}};
 }
+}  // namespace registered
 
 }  // namespace ddp::nn

@@ -1,7 +1,8 @@
 // Fully connected layer: weight [out, in], optional bias [out]. A multi-dimensional input is
 // flattened implicitly (as after nn.Flatten).
+#include "ddp/nn/onnx_layer.hpp"
 #include "layer_util.hpp"
-#include "layers.hpp"
+#include "shared_keys.hpp"
 
 namespace ddp::nn {
 namespace {
@@ -50,10 +51,30 @@ class Linear final : public UnaryLayer {
   Tensor w_, b_, dw_, db_;
 };
 
+// Our linear flattens each sample itself; Gemm wants [N, features].
+void to_onnx(OnnxLayer& g) {
+  const std::string flat = g.output() + "/flat";
+  g.node("Flatten", g.inputs(), flat);
+  std::vector<std::string> in = {flat, g.weight("weight")};
+  if (const auto bias = g.weight("bias"); !bias.empty()) in.push_back(bias);
+  g.node("Gemm", in, g.output(), {{"transB", std::int64_t{1}}});
+}
+
 }  // namespace
 
-std::unique_ptr<Layer> make_linear(const LayerSpec& spec, backend::Backend& be) {
-  return std::make_unique<Linear>(spec, be);
+namespace registered {
+std::vector<LayerType> layer_types_linear() {
+  return {{.type = "linear",
+           .family = "fc",
+           .doc = "fully connected: y = x W^T + b (input flattened per sample)",
+           .order = 200,
+           .keys = {{DDP_SPEC_FIELD(out_features), .help = "output features", .range = {.lo = 1}},
+                    keys::bias(),
+                    keys::init()},
+           .required = {"out_features"},
+           .make = make_layer_of<Linear>,
+           .onnx = to_onnx}};
 }
+}  // namespace registered
 
 }  // namespace ddp::nn

@@ -1,6 +1,9 @@
 // Max and average pooling (stride defaults to the window, as in PyTorch).
+#include <optional>
+
+#include "ddp/nn/onnx_layer.hpp"
 #include "layer_util.hpp"
-#include "layers.hpp"
+#include "shared_keys.hpp"
 
 namespace ddp::nn {
 namespace {
@@ -54,10 +57,61 @@ class Pool final : public UnaryLayer {
   std::unique_ptr<backend::PoolOp> op_;
 };
 
+// An extent as the config writes it: 3, or [3, 1].
+std::string config_text(const Extent2& e) {
+  if (e.square()) return std::to_string(e.h);
+  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict, its bug 105329) on "[" + ....
+  std::string out = "[";
+  out += std::to_string(e.h);
+  out += ", ";
+  out += std::to_string(e.w);
+  return out + "]";
+}
+
+// PyTorch's rule: a pooling window must overlap the image by at least half.
+std::optional<SpecProblem> check(const LayerSpec& s) {
+  if (2 * s.padding.h <= s.kernel.h && 2 * s.padding.w <= s.kernel.w) return std::nullopt;
+  return SpecProblem{"padding",
+                     "padding = " + config_text(s.padding) +
+                         ": must be at most kernel / 2 (kernel = " + config_text(s.kernel) + ")"};
+}
+
+void to_onnx(OnnxLayer& g) {
+  const LayerSpec& s = g.spec();
+  const bool avg = s.type == "avgpool";
+  std::vector<OnnxAttr> attrs = {{"kernel_shape", onnx_pair(s.kernel)},
+                                 {"strides", onnx_pair(s.stride.h > 0 ? s.stride : s.kernel)},
+                                 {"pads", onnx_pads(s.padding)},
+                                 {"ceil_mode", std::int64_t{0}}};
+  // Our average excludes the padding from the count (oneDNN's avg_exclude_padding).
+  if (avg) attrs.push_back({"count_include_pad", std::int64_t{0}});
+  g.node(avg ? "AveragePool" : "MaxPool", g.inputs(), g.output(), attrs);
+}
+
 }  // namespace
 
-std::unique_ptr<Layer> make_pool(const LayerSpec& spec, backend::Backend& be) {
-  return std::make_unique<Pool>(spec, be);
+namespace registered {
+std::vector<LayerType> layer_types_pool() {
+  const std::vector<LayerKeyDef> window = {keys::kernel(), keys::stride(), keys::padding()};
+  return {{.type = "maxpool",
+           .family = "pool",
+           .doc = "maximum over each window",
+           .order = 500,
+           .keys = window,
+           .required = {"kernel"},
+           .make = make_layer_of<Pool>,
+           .onnx = to_onnx,
+           .check = check},
+          {.type = "avgpool",
+           .family = "pool",
+           .doc = "mean over each window (padding excluded)",
+           .order = 510,
+           .keys = window,
+           .required = {"kernel"},
+           .make = make_layer_of<Pool>,
+           .onnx = to_onnx,
+           .check = check}};
 }
+}  // namespace registered
 
 }  // namespace ddp::nn

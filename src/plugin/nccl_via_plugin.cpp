@@ -1,22 +1,22 @@
 // The functions of ddp/comm/nccl_comm.hpp in ddp_core: calls through the CUDA plugin's table
-// (ddp/backend/cuda_plugin.hpp), which holds the NCCL communicator.
+// (ddp/plugin/cuda_plugin.hpp), which holds the NCCL communicator.
 #include <string>
 
-#include "ddp/backend/cuda_plugin.hpp"
 #include "ddp/comm/nccl_comm.hpp"
 #include "ddp/error.hpp"
+#include "ddp/plugin/cuda_plugin.hpp"
 
 namespace ddp::comm {
 
 std::unique_ptr<NcclComm> make_nccl_comm(MPI_Comm comm, int device, void* compute_stream,
                                          NcclCommOptions options) {
-  const backend::CudaPluginTable* t = backend::cuda_plugin();
-  if (!t) throw SystemError("NCCL is not available: " + backend::cuda_plugin_status().error);
+  const plugin::CudaPluginTable* t = plugin::cuda_plugin();
+  if (!t) throw SystemError("NCCL is not available: " + plugin::cuda_plugin_status().error);
   return t->make_nccl_comm(comm, device, compute_stream, options);
 }
 
 std::string nccl_version() {
-  const backend::CudaPluginTable* t = backend::cuda_plugin();
+  const plugin::CudaPluginTable* t = plugin::cuda_plugin();
   return t ? t->nccl_version() : std::string();
 }
 

@@ -1,21 +1,20 @@
-// Built-in architectures. Specs carry output sizes only: input channels and spatial sizes are
-// inferred from the data when the model is built. The ResNets and MobileNetV2 are torchvision's
-// (presets_resnet.cpp, presets_mobilenet.cpp).
+// The table of built-in architectures (nn/presets.hpp), LeNet and the small VGG nets; the ResNets
+// and MobileNetV2 are torchvision's (resnet.cpp, mobilenet.cpp).
+#include "ddp/nn/presets.hpp"
+
 #include <functional>
 #include <optional>
 #include <utility>
 
-#include "ddp/app/config.hpp"
-#include "ddp/app/config_detail.hpp"
-#include "ddp/app/config_schema.hpp"
 #include "ddp/error.hpp"
+#include "ddp/nn/layer_registry.hpp"
 #include "preset_parts.hpp"
 
-namespace ddp::app {
+namespace ddp::nn {
 namespace {
 
-nn::LayerSpec conv(std::int64_t out_channels, std::int64_t kernel, std::int64_t padding = 0) {
-  nn::LayerSpec s;
+LayerSpec conv(std::int64_t out_channels, std::int64_t kernel, std::int64_t padding = 0) {
+  LayerSpec s;
   s.type = "conv2d";
   s.out_channels = out_channels;
   s.kernel = kernel;
@@ -23,29 +22,29 @@ nn::LayerSpec conv(std::int64_t out_channels, std::int64_t kernel, std::int64_t 
   return s;
 }
 
-nn::LayerSpec linear(std::int64_t out_features) {
-  nn::LayerSpec s;
+LayerSpec linear(std::int64_t out_features) {
+  LayerSpec s;
   s.type = "linear";
   s.out_features = out_features;
   return s;
 }
 
-nn::LayerSpec maxpool(std::int64_t kernel) {
-  nn::LayerSpec s;
+LayerSpec maxpool(std::int64_t kernel) {
+  LayerSpec s;
   s.type = "maxpool";
   s.kernel = kernel;
   return s;
 }
 
-nn::LayerSpec plain(const char* type) {
-  nn::LayerSpec s;
+LayerSpec plain(const char* type) {
+  LayerSpec s;
   s.type = type;
   return s;
 }
 
 // LeCun et al. 1998 as in the PyTorch CIFAR-10 tutorial; `first_padding` 2 keeps 28x28 inputs at
 // the 32x32 geometry the rest of the network expects.
-std::vector<nn::LayerSpec> lenet(std::int64_t first_padding, std::int64_t classes) {
+std::vector<LayerSpec> lenet(std::int64_t first_padding, std::int64_t classes) {
   return {conv(6, 5, first_padding),
           plain("relu"),
           maxpool(2),
@@ -62,8 +61,8 @@ std::vector<nn::LayerSpec> lenet(std::int64_t first_padding, std::int64_t classe
 
 // Two VGG blocks (3x3 convolutions that keep the size, then 2x2 pooling) and a classifier;
 // `batchnorm` puts a batch normalisation between each convolution and its ReLU.
-std::vector<nn::LayerSpec> vgg_small(bool batchnorm, std::int64_t classes) {
-  std::vector<nn::LayerSpec> layers;
+std::vector<LayerSpec> vgg_small(bool batchnorm, std::int64_t classes) {
+  std::vector<LayerSpec> layers;
   for (std::int64_t channels : {32, 64}) {
     layers.push_back(conv(channels, 3, 1));
     if (batchnorm) layers.push_back(plain("batchnorm"));
@@ -80,7 +79,7 @@ enum class Stem { none, choice, cifar };  // no stem to adapt | model.stem picks
 
 struct Preset {
   std::string_view name;
-  std::function<std::vector<nn::LayerSpec>(const PresetOptions&)> build;
+  std::function<std::vector<LayerSpec>(const PresetOptions&)> build;
   Stem stem = Stem::none;
   bool residual = false;  // has residual blocks (model.zero_init_residual)
 };
@@ -145,7 +144,7 @@ std::string preset::stem_of(const PresetOptions& opts) {
   return opts.image_side <= 64 ? "cifar" : "imagenet";
 }
 
-std::optional<std::pair<std::string, std::string>> detail::preset_option_problem(
+std::optional<std::pair<std::string, std::string>> preset_option_problem(
     const std::string& name, const PresetOptions& opts) {
   const Preset* p = find_preset(name);
   const std::string model = p ? "model.preset = " + name : "a model given by [[model.layers]]";
@@ -171,19 +170,19 @@ std::optional<std::pair<std::string, std::string>> detail::preset_option_problem
   return std::nullopt;
 }
 
-std::vector<nn::LayerSpec> preset_layers(const std::string& name, const PresetOptions& opts) {
+std::vector<LayerSpec> preset_layers(const std::string& name, const PresetOptions& opts) {
   if (const Preset* p = find_preset(name)) {
-    if (auto problem = detail::preset_option_problem(name, opts))
+    if (auto problem = preset_option_problem(name, opts))
       throw ConfigError(problem->first + ": " + problem->second);
     auto layers = p->build(opts);
-    detail::assign_default_layer_names(layers);
+    assign_default_names(layers);
     return layers;
   }
+  // The config's model.preset is checked against preset_names() before it comes here (with a
+  // "did you mean"); this is for callers in code (the benchmarks' model names).
   std::string known;
   for (auto n : preset_names()) known += (known.empty() ? "" : ", ") + std::string(n);
-  std::vector<std::string> candidates(preset_names().begin(), preset_names().end());
-  throw ConfigError("unknown model preset '" + name + "' (known presets: " + known + ")" +
-                    detail::did_you_mean(name, candidates));
+  throw ConfigError("unknown model preset '" + name + "' (known presets: " + known + ")");
 }
 
 std::string preset_description(const std::string& name, const PresetOptions& opts) {
@@ -205,4 +204,4 @@ std::string preset_description(const std::string& name, const PresetOptions& opt
   return out + ", " + std::to_string(opts.classes) + " classes";
 }
 
-}  // namespace ddp::app
+}  // namespace ddp::nn

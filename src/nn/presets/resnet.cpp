@@ -5,7 +5,7 @@
 // ReLU module), "layer1.0.add" (the residual sum) and "layer1.0" (the block's output, its ReLU).
 #include "preset_parts.hpp"
 
-namespace ddp::app::preset {
+namespace ddp::nn::preset {
 namespace {
 
 constexpr std::int64_t expansion(Block b) {
@@ -14,8 +14,8 @@ constexpr std::int64_t expansion(Block b) {
 
 // Appends one residual block named `p` ("layer2.0") reading the layer above; `inplanes` are its
 // input channels.
-void add_block(std::vector<nn::LayerSpec>& L, const std::string& p, Block kind,
-               std::int64_t inplanes, std::int64_t planes, std::int64_t stride, bool zero_last) {
+void add_block(std::vector<LayerSpec>& L, const std::string& p, Block kind, std::int64_t inplanes,
+               std::int64_t planes, std::int64_t stride, bool zero_last) {
   const std::string in = L.back().name;
   const std::int64_t out = planes * expansion(kind);
   if (kind == Block::basic) {
@@ -49,7 +49,7 @@ void add_block(std::vector<nn::LayerSpec>& L, const std::string& p, Block kind,
 
 // Stages of `blocks[i]` blocks of planes[i]; the first block of every stage but the first strides
 // by 2. Then global average pooling and the classifier "fc" (PyTorch's default initialisation).
-void add_stages_and_head(std::vector<nn::LayerSpec>& L, Block kind, std::int64_t inplanes,
+void add_stages_and_head(std::vector<LayerSpec>& L, Block kind, std::int64_t inplanes,
                          const std::vector<std::int64_t>& planes, const std::vector<int>& blocks,
                          const PresetOptions& opts) {
   for (std::size_t s = 0; s < blocks.size(); ++s) {
@@ -61,22 +61,22 @@ void add_stages_and_head(std::vector<nn::LayerSpec>& L, Block kind, std::int64_t
     }
   }
   L.push_back(layer("global_avgpool", "avgpool"));
-  nn::LayerSpec fc = layer("linear", "fc");
+  LayerSpec fc = layer("linear", "fc");
   fc.out_features = opts.classes;
   L.push_back(fc);
 }
 
 }  // namespace
 
-std::vector<nn::LayerSpec> resnet(Block block, const std::vector<int>& blocks,
-                                  const PresetOptions& opts) {
-  std::vector<nn::LayerSpec> L;
+std::vector<LayerSpec> resnet(Block block, const std::vector<int>& blocks,
+                              const PresetOptions& opts) {
+  std::vector<LayerSpec> L;
   const bool cifar = stem_of(opts) == "cifar";
   L.push_back(cifar ? conv("conv1", 64, 3, 1, 1) : conv("conv1", 64, 7, 2, 3));
   L.push_back(batchnorm("bn1"));
   L.push_back(layer("relu", "relu"));
   if (!cifar) {
-    nn::LayerSpec pool = layer("maxpool", "maxpool");
+    LayerSpec pool = layer("maxpool", "maxpool");
     pool.kernel = 3;
     pool.stride = 2;
     pool.padding = 1;
@@ -86,8 +86,8 @@ std::vector<nn::LayerSpec> resnet(Block block, const std::vector<int>& blocks,
   return L;
 }
 
-std::vector<nn::LayerSpec> cifar_resnet(int n, const PresetOptions& opts) {
-  std::vector<nn::LayerSpec> L;
+std::vector<LayerSpec> cifar_resnet(int n, const PresetOptions& opts) {
+  std::vector<LayerSpec> L;
   L.push_back(conv("conv1", 16, 3, 1, 1));
   L.push_back(batchnorm("bn1"));
   L.push_back(layer("relu", "relu"));
@@ -95,4 +95,4 @@ std::vector<nn::LayerSpec> cifar_resnet(int n, const PresetOptions& opts) {
   return L;
 }
 
-}  // namespace ddp::app::preset
+}  // namespace ddp::nn::preset

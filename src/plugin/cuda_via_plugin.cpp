@@ -1,15 +1,19 @@
 // The functions of ddp/backend/cuda_backend.hpp in ddp_core: calls through the CUDA plugin's
-// table (ddp/backend/cuda_plugin.hpp), or, when it did not load, the reason why. The plugin has
+// table (ddp/plugin/cuda_plugin.hpp), or, when it did not load, the reason why. The plugin has
 // its own definitions of the same functions, bound inside it (it is built with hidden
 // visibility), which its table points to.
 #include <string>
 
 #include "ddp/backend/cuda_backend.hpp"
-#include "ddp/backend/cuda_plugin.hpp"
 #include "ddp/error.hpp"
+#include "ddp/plugin/cuda_plugin.hpp"
 
 namespace ddp::backend {
 namespace {
+
+using plugin::cuda_plugin;
+using plugin::cuda_plugin_status;
+using plugin::CudaPluginTable;
 
 const CudaPluginTable& plugin_or_throw() {
   if (const CudaPluginTable* t = cuda_plugin()) return *t;

@@ -6,19 +6,27 @@
 // cuda or auto, --version, doctor). When it does not load, those functions report why (dlerror's
 // text) instead of the process dying before main.
 //
+// This room (src/plugin/) is the loader and both sides of the boundary: ddp_core's definitions of
+// those functions, which call through the plugin's table (cuda_via_plugin.cpp,
+// nccl_via_plugin.cpp), and the plugin's one exported symbol that returns the table
+// (plugin_entry.cu). It sits above backend and comm, which know nothing of it.
+//
 // Where it is looked for: the file named by the environment variable DDP_CUDA_PLUGIN, else next
 // to the executable (the build tree), else in ../lib and ../<CMAKE_INSTALL_LIBDIR> beside the
 // executable's directory (an installation: P/bin/ddp_train, P/lib/libddp_cuda.so).
 //
 // The boundary. The plugin exports one C function (kCudaPluginEntrySymbol) returning a table of
 // function pointers. C++ types (std::string, std::unique_ptr, the Backend and Communicator
-// interfaces, exceptions) cross it: both sides are built by the same compiler from the same tree,
-// which the table's abi, size and build fields check before anything else is used. The plugin
+// interfaces, exceptions) cross it, so both sides must be built from the same interface: the
+// table's interface_hash is a SHA-256 of every header of ours that the plugin's sources reach
+// (cmake/PluginInterface.cmake computes it at build time and compiles it into both sides), and the
+// loader refuses a plugin whose hash differs, before anything else of it is used. The plugin
 // resolves what it uses of ddp_core (the Backend base class, error types, the stall report) from
 // the executable, which exports its symbols for that (ENABLE_EXPORTS).
 #include <mpi.h>
 
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -28,26 +36,27 @@ struct NcclCommOptions;
 }  // namespace ddp::comm
 
 namespace ddp::backend {
-
 class CudaBackend;
 struct CudaDeviceInfo;
 struct CudaOptions;
+}  // namespace ddp::backend
 
-// Raise when CudaPluginTable or an interface crossing it (Backend, CudaBackend, Communicator,
-// NcclComm, their option structs) changes in a way the size check does not catch.
-inline constexpr int kCudaPluginAbi = 4;  // 4: Backend::add_fuses, add_activation
+namespace ddp::plugin {
+
 inline constexpr const char* kCudaPluginEntrySymbol = "ddp_cuda_plugin_table";
 inline constexpr const char* kCudaPluginFile = "libddp_cuda.so";
 
 struct CudaPluginTable {
-  int abi = 0;             // kCudaPluginAbi as the plugin was built
-  std::size_t size = 0;    // sizeof(CudaPluginTable) as the plugin was built
-  const char* build = "";  // cuda_plugin_build_id() as the plugin was built
+  // The first three fields stay first in every version: a loader reads them from any plugin.
+  const char* interface_hash = "";  // cuda_plugin_interface_hash() as the plugin was built
+  std::size_t size = 0;             // sizeof(CudaPluginTable) as the plugin was built
+  const char* build = "";           // DDP_CUDA_PLUGIN_BUILD_ID as the plugin was built
   std::string (*unavailable_reason)() = nullptr;
   int (*device_count)() = nullptr;
-  CudaDeviceInfo (*device_info)(int device) = nullptr;
+  backend::CudaDeviceInfo (*device_info)(int device) = nullptr;
   std::string (*versions)() = nullptr;
-  std::unique_ptr<CudaBackend> (*make_backend)(int device, const CudaOptions& options) = nullptr;
+  std::unique_ptr<backend::CudaBackend> (*make_backend)(
+      int device, const backend::CudaOptions& options) = nullptr;
   // DeviceBuffer / PinnedBuffer: zero-filled memory, freed by the matching function.
   void* (*device_alloc)(int device, std::size_t bytes) = nullptr;
   void (*device_free)(int device, void* p) = nullptr;
@@ -61,8 +70,11 @@ struct CudaPluginTable {
 // The plugin's function: extern "C" const CudaPluginTable* ddp_cuda_plugin_table();
 using CudaPluginEntry = const CudaPluginTable* (*)();
 
-// What both sides must agree on beyond the ABI number: the project version and the compiler.
+// What both sides must agree on beyond the interface: the project version and the compiler.
 #define DDP_CUDA_PLUGIN_BUILD_ID(version) version " (" __VERSION__ ")"
+
+// The interface hash this binary was built with (64 hex digits).
+const char* cuda_plugin_interface_hash();
 
 struct CudaPluginStatus {
   bool loaded = false;
@@ -75,4 +87,9 @@ const CudaPluginStatus& cuda_plugin_status();
 // The plugin's table, or nullptr when it did not load.
 const CudaPluginTable* cuda_plugin();
 
-}  // namespace ddp::backend
+// Loads and checks the file `path` as the first call of cuda_plugin_status does, but on every call
+// (for tests and tools): its status, and its table in *table when it loaded (the library then stays
+// open, as the cached one does).
+CudaPluginStatus load_cuda_plugin(const std::filesystem::path& path, const CudaPluginTable** table);
+
+}  // namespace ddp::plugin

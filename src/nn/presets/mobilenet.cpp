@@ -6,11 +6,11 @@
 // (32x32 inputs end at 2x2 instead of 1x1); every other stride is torchvision's.
 #include "preset_parts.hpp"
 
-namespace ddp::app::preset {
+namespace ddp::nn::preset {
 namespace {
 
 // [conv, batch norm, ReLU6] named p.0, p.1, p.2 (torchvision's Conv2dNormActivation).
-void conv_bn_relu6(std::vector<nn::LayerSpec>& L, const std::string& p, std::int64_t out,
+void conv_bn_relu6(std::vector<LayerSpec>& L, const std::string& p, std::int64_t out,
                    std::int64_t kernel, std::int64_t stride, std::int64_t groups = 1) {
   L.push_back(conv(p + ".0", out, kernel, stride, (kernel - 1) / 2, groups));
   L.push_back(batchnorm(p + ".1"));
@@ -19,13 +19,13 @@ void conv_bn_relu6(std::vector<nn::LayerSpec>& L, const std::string& p, std::int
 
 }  // namespace
 
-std::vector<nn::LayerSpec> mobilenet_v2(const PresetOptions& opts) {
+std::vector<LayerSpec> mobilenet_v2(const PresetOptions& opts) {
   struct Stage {
     std::int64_t t, c, n, s;  // expansion, output channels, blocks, first stride
   };
   static constexpr Stage kStages[] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                                       {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
-  std::vector<nn::LayerSpec> L;
+  std::vector<LayerSpec> L;
   conv_bn_relu6(L, "features.0", 32, 3, stem_of(opts) == "cifar" ? 1 : 2);
   std::int64_t inp = 32;
   int index = 1;
@@ -45,14 +45,14 @@ std::vector<nn::LayerSpec> mobilenet_v2(const PresetOptions& opts) {
   }
   conv_bn_relu6(L, "features." + std::to_string(index), 1280, 1, 1);
   L.push_back(layer("global_avgpool", "avgpool"));
-  nn::LayerSpec dropout = layer("dropout", "classifier.0");
+  LayerSpec dropout = layer("dropout", "classifier.0");
   dropout.p = 0.2f;
   L.push_back(dropout);
-  nn::LayerSpec fc = layer("linear", "classifier.1");
+  LayerSpec fc = layer("linear", "classifier.1");
   fc.out_features = opts.classes;
   fc.init = "normal";
   L.push_back(fc);
   return L;
 }
 
-}  // namespace ddp::app::preset
+}  // namespace ddp::nn::preset

@@ -1,0 +1,71 @@
+#pragma once
+// Exact evaluation on the test set, shared by training (after its epochs) and `ddp_train eval`:
+// each rank scores a contiguous shard of the test set sized by its share of the global batch,
+// without padding, and the sums, counts and confusion matrix are all-reduced, so every sample
+// counts exactly once whatever the number of ranks and their shares.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ddp/backend/backend.hpp"
+#include "ddp/comm/communicator.hpp"
+#include "ddp/data/dataset.hpp"
+#include "ddp/data/options.hpp"
+#include "ddp/data/transform.hpp"
+#include "ddp/nn/loss.hpp"
+#include "ddp/nn/model.hpp"
+#include "ddp/train/batch_feed.hpp"
+#include "ddp/train/confusion.hpp"
+#include "ddp/train/metrics.hpp"
+
+namespace ddp::train {
+
+struct EvalResult {
+  double loss = 0.0;         // mean over all test samples
+  double accuracy = 0.0;     // fraction
+  std::int64_t samples = 0;  // counted exactly once each over all ranks
+  Confusion confusion;       // all-reduced: every rank holds every test sample's count
+};
+
+// The evaluation into an epoch's metrics row (its confusion matrix named by class_names).
+void record_evaluation(const EvalResult& e, const std::vector<std::string>& class_names,
+                       EpochMetrics& m);
+
+class Evaluator {
+ public:
+  // Scores `model` (on `be`, reserved for batches of `batch`) on `test`, its images normalised by
+  // `norm` after data's evaluation transform. Collective over `comm`: this rank takes the shard
+  // slice_sizes(test size, shares) gives it (shares empty: equal), in batches of at most `batch`.
+  Evaluator(nn::Model& model, backend::Backend& be, const data::Dataset& test,
+            data::Normalization norm, const data::Options& data, std::uint64_t seed,
+            comm::Communicator& comm, std::vector<std::int64_t> shares, std::int64_t batch);
+  ~Evaluator();
+
+  // Other shares and batch size from now on (the trainer's shares changed).
+  void set_shares(std::vector<std::int64_t> shares, std::int64_t batch);
+  // The batch slots to stage batches in (the trainer's, shared with training: it must outlive the
+  // next evaluate); null: the evaluator's own, made at first use.
+  void use_feed(BatchFeed* feed) { feed_ = feed; }
+
+  // Every rank gets the same result. logits: when given, receives every test sample's logits
+  // ([test samples, classes], dataset order) on every rank.
+  EvalResult evaluate(std::vector<float>* logits = nullptr);
+
+ private:
+  nn::Model& model_;
+  backend::Backend& be_;
+  const data::Dataset& test_;
+  data::Normalization norm_;
+  data::Augmentation aug_;
+  std::uint64_t seed_;
+  bool prefetch_;
+  comm::Communicator& comm_;
+  std::vector<std::int64_t> shares_;
+  std::int64_t batch_;
+  nn::SoftmaxCrossEntropy loss_;  // plain cross-entropy: evaluation scores without smoothing
+  BatchFeed* feed_ = nullptr;
+  std::unique_ptr<BatchFeed> own_feed_;
+};
+
+}  // namespace ddp::train
