@@ -24,6 +24,7 @@ normalize = "config"
 mean = [0.5]
 std = [0.5]
 test_limit = 256
+limit_subset = "first"
 [model]
 stem = "cifar"
 EOF

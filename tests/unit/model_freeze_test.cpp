@@ -37,8 +37,8 @@ std::vector<LayerSpec> net() {
 
 // A model, its optimizer (SGD with momentum and weight decay, so that a parameter without a
 // gradient would still move if it were updated) and training steps on seeded data.
-struct Run {
-  explicit Run(const std::vector<std::string>& freeze, bool bn_eval = true)
+struct Trial {
+  explicit Trial(const std::vector<std::string>& freeze, bool bn_eval = true)
       : model(net(), kInput, kClasses, *be) {
     model.init_parameters(3);
     const auto infos = optim::param_infos(model);
@@ -101,7 +101,7 @@ std::vector<std::string> all_tensors(const Model& m) {
 // bitwise as it was, fc has changed, frozen gradients are 0, only fc's backward runs and only fc
 // has optimizer state.
 TEST(ModelFreeze, EverythingButTheHeadStaysBitwise) {
-  Run run({"conv1", "bn1", "conv2", "bn2"});
+  Trial run({"conv1", "bn1", "conv2", "bn2"});
   std::map<std::string, std::vector<float>> before;
   for (const auto& name : all_tensors(run.model)) before[name] = run.tensor(name);
   run.train(3);
@@ -137,7 +137,7 @@ TEST(ModelFreeze, TrainedLayersGetTheUnfrozenGradients) {
   for (const std::vector<std::string>& freeze :
        {std::vector<std::string>{"conv1"}, std::vector<std::string>{"conv2", "bn1"},
         std::vector<std::string>{"*.bias"}}) {
-    Run frozen(freeze, false), plain({});
+    Trial frozen(freeze, false), plain({});
     frozen.forward_backward(0);
     plain.forward_backward(0);
     const auto infos = optim::param_infos(frozen.model);
@@ -155,7 +155,7 @@ TEST(ModelFreeze, TrainedLayersGetTheUnfrozenGradients) {
 
 TEST(ModelFreeze, EvalModeBatchNormAboveATrainedLayerIsRefused) {
   try {
-    Run run({"bn2"});  // conv2 below it trains
+    Trial run({"bn2"});  // conv2 below it trains
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     const std::string msg = e.what();
@@ -164,12 +164,12 @@ TEST(ModelFreeze, EvalModeBatchNormAboveATrainedLayerIsRefused) {
     EXPECT_NE(msg.find("train.frozen_bn = \"train\""), std::string::npos) << msg;
   }
   // Kept training: its parameters stay, its running statistics move.
-  Run run({"bn2"}, false);
+  Trial run({"bn2"}, false);
   const auto mean = run.tensor("bn2.running_mean"), weight = run.tensor("bn2.weight");
   run.train(2);
   EXPECT_NE(run.tensor("bn2.running_mean"), mean);
   EXPECT_EQ(run.tensor("bn2.weight"), weight);
-  EXPECT_NE(run.tensor("conv2.weight"), Run({"bn2"}, false).tensor("conv2.weight"));
+  EXPECT_NE(run.tensor("conv2.weight"), Trial({"bn2"}, false).tensor("conv2.weight"));
 }
 
 // A snapshot of a run with frozen parameters holds no optimizer state for them, and resumes
@@ -180,7 +180,7 @@ TEST(ModelFreeze, SnapshotResumesBitwise) {
   fs::create_directories(dir);
   const fs::path file = dir / "snapshot_e0001.h5";
   const std::vector<std::string> freeze = {"conv1", "bn1"};
-  Run a(freeze);
+  Trial a(freeze);
   a.train(2);
   ckpt::SnapshotMeta meta;
   meta.config_toml = "[train]\n";
@@ -192,14 +192,14 @@ TEST(ModelFreeze, SnapshotResumesBitwise) {
               p.name.starts_with("conv1.") || p.name.starts_with("bn1.") ? 0u : 1u)
         << p.name;
 
-  Run b(freeze);
+  Trial b(freeze);
   ckpt::restore(s, b.model, *b.opt);
   a.train(2, 2);
   b.train(2, 2);
   EXPECT_EQ(a.model.digest(), b.model.digest());
   for (const auto& p : a.model.named_params()) EXPECT_EQ(a.tensor(p.name), b.tensor(p.name));
 
-  Run unfrozen({});
+  Trial unfrozen({});
   try {
     ckpt::restore(s, unfrozen.model, *unfrozen.opt);
     FAIL() << "no error";
@@ -212,7 +212,7 @@ TEST(ModelFreeze, SnapshotResumesBitwise) {
 }
 
 TEST(ModelFreeze, NothingFrozenIsTheUnfrozenModel) {
-  Run run({});
+  Trial run({});
   EXPECT_FALSE(run.model.any_frozen());
   for (std::size_t i = 0; i < run.model.num_layers(); ++i) {
     EXPECT_TRUE(run.model.runs_backward(i));
