@@ -5,14 +5,26 @@
 #   P/bin/ddp_train                                    (top-level CMakeLists.txt)
 #   P/share/ddp_train/configs/*.toml                   data.root of the repository's development
 #                                                      copy rewritten to a placeholder (below)
-#   P/share/ddp_train/slurm/train_{1node,2nodes,cpu}.sh, hostfile.example
+#   P/share/ddp_train/slurm/train_{1node,2nodes,cpu}.sh assembled from slurm/parts/ (below),
+#                          hostfile.example
 #   P/modulefiles/ddp_train/<version>.lua              Lmod
 #   P/modulefiles/ddp_train/<version>                  Environment Modules (Tcl; Lmod prefers the .lua)
 # so that `module use P/modulefiles; module load ddp_train` works with either module system.
 
-install(PROGRAMS ${PROJECT_SOURCE_DIR}/slurm/train_1node.sh ${PROJECT_SOURCE_DIR}/slurm/train_2nodes.sh
-                 ${PROJECT_SOURCE_DIR}/slurm/train_cpu.sh
-        DESTINATION ${CMAKE_INSTALL_DATADIR}/ddp_train/slurm)
+# The templates are assembled from their one source, slurm/parts/ (a head per template, one shared
+# body), at install time by the script that writes the repository's own slurm/train_*.sh.
+file(GLOB _ddp_heads CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR}/slurm/parts
+     ${PROJECT_SOURCE_DIR}/slurm/parts/*.head.sh)
+list(TRANSFORM _ddp_heads REPLACE "\\.head\\.sh$" ".sh")
+set(_ddp_slurm_dir ${PROJECT_BINARY_DIR}/slurm_templates)
+install(CODE "
+  set(OUT_DIR \"${_ddp_slurm_dir}\")
+  include(\"${PROJECT_SOURCE_DIR}/slurm/parts/assemble.cmake\")
+")
+list(TRANSFORM _ddp_heads PREPEND ${_ddp_slurm_dir}/)
+install(PROGRAMS ${_ddp_heads} DESTINATION ${CMAKE_INSTALL_DATADIR}/ddp_train/slurm)
+unset(_ddp_heads)
+unset(_ddp_slurm_dir)
 install(FILES ${PROJECT_SOURCE_DIR}/slurm/hostfile.example
         DESTINATION ${CMAKE_INSTALL_DATADIR}/ddp_train/slurm)
 

@@ -5,7 +5,7 @@
 #
 #   scripts/gpu_check.sh [--dry-run] [--bundle DIR] [--report FILE] [--work DIR] [--data DIR]
 #                        [--configure-only] [--skip STEP,...] [--only STEP,...]
-#                        [--compare-budget S] [--compare-out DIR]
+#                        [--compare-budget S] [--compare-out DIR] [--compare-args "ARGS"]
 #
 #   --bundle DIR      the bundle (default: gpu_bundle/ in the source tree); its packages are
 #                     unpacked into WORK/prefix and CMake is configured against that prefix.
@@ -21,6 +21,8 @@
 #   --compare-out DIR its table, raw numbers, log and profiles (default WORK/gpu_compare), written
 #                     as they come (the device tool's $OUT: what is there comes back even when the
 #                     call is cut short)
+#   --compare-args "ARGS"  more arguments for bench/gpu_compare.sh, e.g. "--models resnet20
+#                     --precisions bf16 --ours-find" for a short second look within one session
 #   --dry-run         list the steps and their commands, run nothing
 #
 # The steps: build for the GPU found (its compute capability only); the GPU unit tests; the NCCL
@@ -44,6 +46,7 @@ configure_only=0
 skip=","
 only=""
 compare_budget=300
+compare_args=()
 compare_out=""
 while (($#)); do
   case $1 in
@@ -56,8 +59,9 @@ while (($#)); do
     --skip) skip=",$2,"; shift 2 ;;
     --only) only=",$2,"; shift 2 ;;
     --compare-budget) compare_budget=$2; shift 2 ;;
+    --compare-args) read -r -a compare_args <<< "$2"; shift 2 ;;
     --compare-out) compare_out=$2; shift 2 ;;
-    -h | --help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -329,7 +333,7 @@ compare() {
   rm -f "$compare_out"/{table.md,raw.jsonl,log.txt,profiles.txt}
   TORCH_PATH=$node_path TORCH_LD_LIBRARY_PATH=$node_ld timeout $((compare_budget + 150)) \
     bash "$src/bench/gpu_compare.sh" --gpu-bench "$build/bench/gpu_bench" --out "$compare_out" \
-    --budget "$compare_budget"
+    --budget "$compare_budget" "${compare_args[@]}"
 }
 lenet10() {
   # On the bundle's 1,000-image subset, batches of 256 are 4 steps an epoch, too few to learn in 10

@@ -13,28 +13,49 @@ As a library (h5py, torch, torchvision):
     from snapshot_to_torch import load_snapshot
     model, config = load_snapshot("runs/cifar/snapshot_e0030.h5")  # config: the run's TOML, a dict
 
-As a command: evaluates the snapshot on the CIFAR-10 test set with the run's normalisation,
-as `ddp_train eval` does:
+As a command: evaluates the snapshot on the run's test set with the run's normalisation and
+evaluation transform, as `ddp_train eval` does. It reads every dataset ddp_train reads: cifar10,
+cifar100, mnist, fashion_mnist (from data.root) and packed files (data.test_file), raw or encoded;
+data.train_size's Resize + CenterCrop is torchvision's on PIL images (for encoded files PIL also
+decodes the JPEGs, so results may differ from ddp_train's in the last digits):
 
     scripts/snapshot_to_torch.py runs/cifar/snapshot_e0030.h5 [--data-root DIR] [--test-limit N]
+    scripts/snapshot_to_torch.py SNAPSHOT --test-file test.h5   # another packed test file
     scripts/snapshot_to_torch.py SNAPSHOT --save model.pt     # torch.save(model.state_dict())
 
-On Debian, torch and torchvision are python3-torch and python3-torchvision for /usr/bin/python3.
+It needs Python 3.11 or newer (tomllib) with h5py, numpy, torch and torchvision (and PIL for
+data.train_size). On Debian those are python3-h5py, python3-numpy, python3-torch,
+python3-torchvision and python3-pil for /usr/bin/python3: a virtual environment's or conda's
+python3, which `#!/usr/bin/env python3` may find first, needs them installed there (pip install
+h5py numpy torch torchvision pillow), or run the script as /usr/bin/python3 scripts/...
 """
 import argparse
+import gzip
 import os
 import sys
-import tomllib
 
-import h5py
-import numpy as np
-import torch
-import torchvision
-from torch import nn
-from torchvision.models.resnet import BasicBlock, conv1x1
+try:
+    import tomllib
+
+    import h5py
+    import numpy as np
+    import torch
+    import torchvision
+    from torch import nn
+    from torchvision.models.resnet import BasicBlock, conv1x1
+except ImportError as _e:  # say what to install instead of a bare traceback
+    _missing = "tomllib (Python 3.11 or newer)" if _e.name == "tomllib" else (_e.name or str(_e))
+    _message = (f"snapshot_to_torch: {sys.executable} cannot import {_missing}. This script "
+                "needs Python 3.11+ with h5py, numpy, torch and torchvision: install them for this "
+                "python (pip install h5py numpy torch torchvision pillow), or on Debian run it with "
+                "/usr/bin/python3 after apt install python3-h5py python3-numpy python3-torch "
+                "python3-torchvision python3-pil")
+    if __name__ == "__main__":
+        sys.exit(_message)
+    raise ImportError(_message) from _e
 
 __all__ = ["CifarResNet", "build_model", "read_snapshot", "load_snapshot", "cifar10_test_set",
-           "evaluate"]
+           "test_set", "evaluate"]
 
 TORCHVISION_PRESETS = ("resnet18", "resnet34", "resnet50", "mobilenet_v2")
 CIFAR_RESNETS = {"resnet20": 3, "resnet56": 9}  # blocks per stage
@@ -108,7 +129,14 @@ def build_model(preset, num_classes, stem="cifar", in_channels=3):
     return model
 
 
-def _dataset_side(dataset):
+def _dataset_side(dataset, config=None):
+    """The longer image side the model was built for (model.stem = auto decides by it)."""
+    data = (config or {}).get("data", {})
+    if int(data.get("train_size", 0)) > 0:
+        return int(data["train_size"])
+    if dataset == "packed" and data.get("train_file") and os.path.isfile(data["train_file"]):
+        with h5py.File(data["train_file"], "r") as f:
+            return max(int(f.attrs.get("height", 0)), int(f.attrs.get("width", 0)))
     return 28 if dataset in ("mnist", "fashion_mnist") else 32
 
 
@@ -131,7 +159,8 @@ def resolved_stem(config):
     stem = config.get("model", {}).get("stem", "auto")
     if stem != "auto":
         return stem
-    return "cifar" if _dataset_side(config.get("data", {}).get("dataset", "cifar10")) <= 64 else "imagenet"
+    side = _dataset_side(config.get("data", {}).get("dataset", "cifar10"), config)
+    return "cifar" if side <= 64 else "imagenet"
 
 
 def load_snapshot(path):
@@ -189,53 +218,171 @@ def random_subset(n, k, seed, split):
     return sorted(order[:min(k, n)])
 
 
+def _limited(n, limit, config, split):
+    """The sample indices ddp_train uses with data.train_limit / data.test_limit = `limit`, picked
+    as data.limit_subset says (random: by train.seed); None = all."""
+    if not 0 < limit < n:
+        return None
+    # The snapshot holds the resolved configuration (every key): one without the key comes from a
+    # ddp_train whose limits took the first N.
+    if config.get("data", {}).get("limit_subset", "first") == "first":
+        return list(range(limit))
+    return random_subset(n, limit, int(config.get("train", {}).get("seed", 0)), split)
+
+
+def _pick(arrays, limit, config, split):
+    idx = _limited(len(arrays[0]), limit, config, split)
+    return arrays if idx is None else [a[idx] for a in arrays]
+
+
 def _cifar10_records(files, limit, config, split):
     """The records ddp_train uses with data.train_limit / data.test_limit = `limit`, picked as
     data.limit_subset says (random: by train.seed)."""
     raw = b"".join(open(f, "rb").read() for f in files)
     rec = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 3073)
-    if 0 < limit < len(rec):
-        # The snapshot holds the resolved configuration (every key): one without the key comes
-        # from a ddp_train whose limits took the first N.
-        if config.get("data", {}).get("limit_subset", "first") == "first":
-            rec = rec[:limit]
-        else:
-            seed = int(config.get("train", {}).get("seed", 0))
-            rec = rec[random_subset(len(rec), limit, seed, split)]
+    (rec,) = _pick([rec], limit, config, split)
     return rec[:, 1:].reshape(-1, 3, 32, 32), rec[:, 0].astype(np.int64)
 
 
-def _normalisation(config, root):
+def _cifar100_records(path, limit, config, split):
+    rec = np.frombuffer(open(path, "rb").read(), dtype=np.uint8).reshape(-1, 3074)
+    (rec,) = _pick([rec], limit, config, split)
+    return rec[:, 2:].reshape(-1, 3, 32, 32), rec[:, 1].astype(np.int64)  # the fine label
+
+
+def _idx(root, prefix, kind):
+    """An IDX file of an MNIST-style directory, raw or gzipped, as a numpy array."""
+    name = f"{prefix}-{kind}-{'idx3' if kind == 'images' else 'idx1'}-ubyte"
+    for path, opener in ((os.path.join(root, name), open), (os.path.join(root, name + ".gz"), gzip.open)):
+        if os.path.isfile(path):
+            with opener(path, "rb") as f:
+                raw = f.read()
+            dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(raw[3])]
+            return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * raw[3]).reshape(dims)
+    raise FileNotFoundError(f"no {name} (or .gz) in {root!r}")
+
+
+def _mnist_records(root, limit, config, split):
+    prefix = "train" if split == 0 else "t10k"
+    images, labels = _idx(root, prefix, "images"), _idx(root, prefix, "labels")
+    images, labels = _pick([images, labels], limit, config, split)
+    return images.reshape(-1, 1, images.shape[1], images.shape[2]), labels.astype(np.int64)
+
+
+def _packed_records(path, limit, config, split):
+    """(images, labels): raw packs as uint8 [N,C,H,W]; encoded ones as a list of their JPEG/PNG
+    bytes."""
+    with h5py.File(path, "r") as f:
+        labels = np.asarray(f["labels"][()], dtype=np.int64)
+        idx = _limited(len(labels), limit, config, split)
+        idx = range(len(labels)) if idx is None else idx
+        if "images" in f:
+            images = np.asarray(f["images"][()], dtype=np.uint8)[list(idx)]
+        else:
+            data, offsets = f["encoded"], np.asarray(f["offsets"][()], dtype=np.int64)
+            images = [bytes(data[offsets[i]:offsets[i + 1]]) for i in idx]
+    return images, labels[list(idx)]
+
+
+def _records(config, split, root=None, packed_file=None, limit=None):
+    """(images, labels) of a split as ddp_train reads it, before any transform."""
+    data = config.get("data", {})
+    dataset = data.get("dataset", "cifar10")
+    key = "train_limit" if split == 0 else "test_limit"
+    limit = int(data.get(key, 0)) if limit is None else limit
+    root = root or data.get("root", "")
+    if dataset == "cifar10":
+        names = [f"data_batch_{i}.bin" for i in range(1, 6)] if split == 0 else ["test_batch.bin"]
+        files = [os.path.join(root, n) for n in names]
+        if not all(os.path.isfile(f) for f in files):
+            raise FileNotFoundError(f"no CIFAR-10 {', '.join(names)} in {root!r}; give --data-root")
+        return _cifar10_records(files, limit, config, split)
+    if dataset == "cifar100":
+        path = os.path.join(root, "train.bin" if split == 0 else "test.bin")
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no CIFAR-100 {os.path.basename(path)} in {root!r}; give --data-root")
+        return _cifar100_records(path, limit, config, split)
+    if dataset in ("mnist", "fashion_mnist"):
+        return _mnist_records(root, limit, config, split)
+    if dataset == "packed":
+        path = packed_file or data.get("train_file" if split == 0 else "test_file", "")
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"packed file {path!r} not found; give --test-file")
+        return _packed_records(path, limit, config, split)
+    raise ValueError(f"data.dataset = {dataset!r} is not one this script reads")
+
+
+def _normalisation(config, root, channels=3):
     """Per-channel (mean, std) as float32 on the [0,1] scale, as ddp_train computes them."""
     data = config.get("data", {})
     how = data.get("normalize", "config")
     if how == "none":
-        return np.zeros(3, np.float32), np.ones(3, np.float32)
+        return np.zeros(channels, np.float32), np.ones(channels, np.float32)
     if how == "dataset":  # exact integer sums over the training set, as data::compute_normalization
-        files = [os.path.join(root, f"data_batch_{i}.bin") for i in range(1, 6)]
-        px, _ = _cifar10_records(files, int(data.get("train_limit", 0)), config, 0)
-        count = px.shape[0] * 32 * 32
+        px, _ = _records(config, 0, root=root)
+        if isinstance(px, list):
+            raise ValueError("data.normalize = dataset on an encoded pack: ddp_train refuses it too")
+        count = px.shape[0] * px.shape[2] * px.shape[3]
         s = px.astype(np.uint64).sum(axis=(0, 2, 3))
         q = (px.astype(np.uint64) ** 2).sum(axis=(0, 2, 3))
         mean = s.astype(np.float64) / count
         var = np.maximum(0.0, q.astype(np.float64) / count - mean * mean)
         return (mean / 255.0).astype(np.float32), (np.sqrt(var) / 255.0).astype(np.float32)
-    mean = np.broadcast_to(np.asarray(data.get("mean", [0.5]), np.float64), 3)
-    std = np.broadcast_to(np.asarray(data.get("std", [0.5]), np.float64), 3)
+    mean = np.broadcast_to(np.asarray(data.get("mean", [0.5]), np.float64), channels)
+    std = np.broadcast_to(np.asarray(data.get("std", [0.5]), np.float64), channels)
     return mean.astype(np.float32), std.astype(np.float32)
 
 
-def cifar10_test_set(config, root, limit=None):
-    """(images float32 [N,3,32,32], labels int64 [N]): `limit` test images (default:
-    data.test_limit; picked as data.limit_subset says) normalised bit for bit as ddp_train does:
-    p * (1/(255 sd)) + (-mean/sd)."""
-    limit = int(config.get("data", {}).get("test_limit", 0)) if limit is None else limit
-    px, labels = _cifar10_records([os.path.join(root, "test_batch.bin")], limit, config, 1)
-    mean, std = _normalisation(config, root)
+def _eval_transform(config):
+    """data.train_size's evaluation transform (torchvision's Resize + CenterCrop on PIL images),
+    or None when images keep their size."""
+    data = config.get("data", {})
+    size = int(data.get("train_size", 0))
+    if size <= 0:
+        return None
+    from torchvision import transforms  # PIL-backed
+    crop = int(data.get("eval_crop", 0)) or size
+    resize = int(data.get("eval_resize", 0)) or (crop * 8 + 6) // 7
+    return transforms.Compose([transforms.Resize(resize), transforms.CenterCrop(crop)])
+
+
+def test_set(config, root=None, limit=None, packed_file=None):
+    """(images float32 [N,C,H,W], labels int64 [N]): the run's test images (`limit`, default
+    data.test_limit, picked as data.limit_subset says) after its evaluation transform, normalised
+    as ddp_train does: p * (1/(255 sd)) + (-mean/sd)."""
+    px, labels = _records(config, 1, root=root, packed_file=packed_file, limit=limit)
+    transform = _eval_transform(config)
+    if isinstance(px, list) or transform is not None:
+        import io
+
+        from PIL import Image
+        channels = _records_channels(config, packed_file) if isinstance(px, list) else px.shape[1]
+        mode = "L" if channels == 1 else "RGB"
+        out = []
+        for p in px:
+            img = (Image.open(io.BytesIO(p)).convert(mode) if isinstance(p, bytes) else
+                   Image.fromarray(p[0] if channels == 1 else np.transpose(p, (1, 2, 0)), mode))
+            if transform is not None:
+                img = transform(img)
+            a = np.asarray(img, dtype=np.uint8)
+            out.append(a[None] if a.ndim == 2 else np.transpose(a, (2, 0, 1)))
+        px = np.stack(out)
+    mean, std = _normalisation(config, root, px.shape[1])
     sd = std.astype(np.float64)
-    scale = (1.0 / (255.0 * sd)).astype(np.float32).reshape(1, 3, 1, 1)
-    offset = (-mean.astype(np.float64) / sd).astype(np.float32).reshape(1, 3, 1, 1)
+    scale = (1.0 / (255.0 * sd)).astype(np.float32).reshape(1, -1, 1, 1)
+    offset = (-mean.astype(np.float64) / sd).astype(np.float32).reshape(1, -1, 1, 1)
     return px.astype(np.float32) * scale + offset, labels
+
+
+def _records_channels(config, packed_file):
+    path = packed_file or config.get("data", {}).get("test_file", "")
+    with h5py.File(path, "r") as f:
+        return int(f.attrs.get("channels", 3))
+
+
+def cifar10_test_set(config, root, limit=None):
+    """test_set for a CIFAR-10 run (kept for callers of earlier versions)."""
+    return test_set(config, root, limit)
 
 
 @torch.no_grad()
@@ -255,7 +402,8 @@ def evaluate(model, images, labels, batch_size=256):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("snapshot")
-    ap.add_argument("--data-root", help="CIFAR-10 binary directory (default: the run's data.root)")
+    ap.add_argument("--data-root", help="the dataset's directory (default: the run's data.root)")
+    ap.add_argument("--test-file", help="packed runs: the test file (default: the run's data.test_file)")
     ap.add_argument("--test-limit", type=int, help="N test images, picked as the run's data.limit_subset says "
                     "(default: data.test_limit)")
     ap.add_argument("--save", help="also write the model's state_dict here (torch.save)")
@@ -269,14 +417,10 @@ def main(argv=None):
         sys.exit(f"snapshot_to_torch: {e}")
     if args.save:
         torch.save(model.state_dict(), args.save)
-    data = config.get("data", {})
-    if data.get("dataset", "cifar10") != "cifar10":
-        sys.exit(f"snapshot_to_torch: evaluation reads CIFAR-10; this run trained on "
-                 f"{data.get('dataset')} (load_snapshot still gives the model)")
-    root = args.data_root or data.get("root", "")
-    if not os.path.isfile(os.path.join(root, "test_batch.bin")):
-        sys.exit(f"snapshot_to_torch: no CIFAR-10 test_batch.bin in {root!r}; give --data-root")
-    images, labels = cifar10_test_set(config, root, args.test_limit)
+    try:
+        images, labels = test_set(config, args.data_root, args.test_limit, args.test_file)
+    except (ValueError, OSError, KeyError) as e:
+        sys.exit(f"snapshot_to_torch: {e}")
     correct, loss = evaluate(model, images, labels)
     n = len(labels)
     print(f"test accuracy: {100.0 * correct / n:.2f}% ({correct} of {n} correct), "

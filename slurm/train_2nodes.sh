@@ -15,6 +15,32 @@
 #                            and the job requeues itself and resumes from that snapshot (same job id,
 #                            same run directory). Long trainings thus run as a chain of short jobs.
 #
+# This file stands alone on purpose: sbatch stores the script when you submit it and runs that copy
+# on the job's first node (again at each requeue), where a helper sourced from beside it could be
+# missing, or changed while the job waited. Copy it and adapt it as you like. (In the ddp_train
+# sources everything from "common body" down is slurm/parts/job_body.sh, shared by the three
+# templates: edit it there, then run `cmake -P slurm/parts/assemble.cmake`; a test checks them.)
+#
+# Networks: when nodes have several interfaces, tell NCCL and Open MPI which one to use, e.g.
+#   export NCCL_SOCKET_IFNAME=ib0          (or =^docker,lo to exclude some)
+#   export OMPI_MCA_btl_tcp_if_include=ib0
+# (exported here or before sbatch; `ip -br addr` on a compute node lists the interfaces).
+#
+#SBATCH --job-name=ddp_train
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=4
+#SBATCH --gpus-per-task=1
+#SBATCH --cpus-per-task=8
+#SBATCH --time=04:00:00
+#SBATCH --signal=B:USR1@120
+#SBATCH --requeue
+#SBATCH --open-mode=append
+#SBATCH --output=%x-%j.out
+##SBATCH --partition=gpu
+##SBATCH --account=myproject
+DDP_DEVICE=${DDP_DEVICE:-cuda}
+
+# ---- common body: the same in every template, from slurm/parts/job_body.sh (see the top) ----
 # Settings, as environment variables (sbatch passes your environment; or --export=ALL,NAME=VALUE,...):
 #   DDP_BIN       the program (default: ddp_train from PATH, after `module load ddp_train`)
 #   DDP_CONFIG    configuration file (default: $DDP_TRAIN_CONFIGS/cifar.toml, set by the module file,
@@ -37,27 +63,7 @@
 #   DDP_SRUN_ARGS more options for srun (e.g. "--cpu-bind=cores")
 #   DDP_REQUEUE   1 (default): requeue the job when ddp_train stopped on the warning; 0: just exit 75
 #   DDP_SHOW_HOSTS 1 (default): print which node runs which rank before training
-#
-# Networks: when nodes have several interfaces, tell NCCL and Open MPI which one to use, e.g.
-#   export NCCL_SOCKET_IFNAME=ib0          (or =^docker,lo to exclude some)
-#   export OMPI_MCA_btl_tcp_if_include=ib0
-# (exported here or before sbatch; `ip -br addr` on a compute node lists the interfaces).
-#
-#SBATCH --job-name=ddp_train
-#SBATCH --nodes=2
-#SBATCH --ntasks-per-node=4
-#SBATCH --gpus-per-task=1
-#SBATCH --cpus-per-task=8
-#SBATCH --time=04:00:00
-#SBATCH --signal=B:USR1@120
-#SBATCH --requeue
-#SBATCH --open-mode=append
-#SBATCH --output=%x-%j.out
-##SBATCH --partition=gpu
-##SBATCH --account=myproject
-DDP_DEVICE=${DDP_DEVICE:-cuda}
 
-# ---- common body: identical in train_1node.sh, train_2nodes.sh and train_cpu.sh (a test checks it) ----
 set -euo pipefail
 : "${SLURM_JOB_ID:?submit this script with sbatch}"
 log() { echo "[$(date +%T) job $SLURM_JOB_ID] $*"; }

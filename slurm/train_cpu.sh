@@ -15,28 +15,11 @@
 #                            and the job requeues itself and resumes from that snapshot (same job id,
 #                            same run directory). Long trainings thus run as a chain of short jobs.
 #
-# Settings, as environment variables (sbatch passes your environment; or --export=ALL,NAME=VALUE,...):
-#   DDP_BIN       the program (default: ddp_train from PATH, after `module load ddp_train`)
-#   DDP_CONFIG    configuration file (default: $DDP_TRAIN_CONFIGS/cifar.toml, set by the module file,
-#                 else configs/cifar.toml in the working directory)
-#   DDP_ARGS      more options for ddp_train, e.g. "--train.epochs 30 --data.root /scratch/cifar"
-#   DDP_RUN_DIR   the run directory. Without it: --run-dir in DDP_ARGS, else the config's run.dir,
-#                 else runs/<job name>-<job id>; relative to the working directory (the submit
-#                 directory or sbatch --chdir). The log says which and why. A requeued job keeps its
-#                 settings and id, so it finds its snapshots there; a new job given the directory of
-#                 an earlier one continues that run (--resume auto)
-#   DDP_DEVICE    cpu (default here) | cuda | auto
-#   DDP_THREADS   compute threads per rank (default: --cpus-per-task)
-#   DDP_MODULES   modules to load, e.g. "openmpi cuda ddp_train" (default: ddp_train if it loads;
-#                 "" loads none). When set, a module that fails to load, or no module system at
-#                 all, ends the job with an error. Where `module` is defined for login shells only,
-#                 the template sources the module system's init script first (/etc/profile.d/lmod.sh,
-#                 z00_lmod.sh, modules.sh, $LMOD_PKG or $MODULESHOME /init/bash, /usr/share/{lmod/lmod,
-#                 modules,Modules}/init/bash) and says which
-#   DDP_MODULE_INIT  that init script, where your site keeps it elsewhere
-#   DDP_SRUN_ARGS more options for srun (e.g. "--cpu-bind=cores")
-#   DDP_REQUEUE   1 (default): requeue the job when ddp_train stopped on the warning; 0: just exit 75
-#   DDP_SHOW_HOSTS 1 (default): print which node runs which rank before training
+# This file stands alone on purpose: sbatch stores the script when you submit it and runs that copy
+# on the job's first node (again at each requeue), where a helper sourced from beside it could be
+# missing, or changed while the job waited. Copy it and adapt it as you like. (In the ddp_train
+# sources everything from "common body" down is slurm/parts/job_body.sh, shared by the three
+# templates: edit it there, then run `cmake -P slurm/parts/assemble.cmake`; a test checks them.)
 #
 # Networks: when nodes have several interfaces, tell Open MPI which one to use, e.g.
 #   export OMPI_MCA_btl_tcp_if_include=ib0    (`ip -br addr` on a compute node lists them)
@@ -54,7 +37,30 @@
 ##SBATCH --account=myproject
 DDP_DEVICE=${DDP_DEVICE:-cpu}
 
-# ---- common body: identical in train_1node.sh, train_2nodes.sh and train_cpu.sh (a test checks it) ----
+# ---- common body: the same in every template, from slurm/parts/job_body.sh (see the top) ----
+# Settings, as environment variables (sbatch passes your environment; or --export=ALL,NAME=VALUE,...):
+#   DDP_BIN       the program (default: ddp_train from PATH, after `module load ddp_train`)
+#   DDP_CONFIG    configuration file (default: $DDP_TRAIN_CONFIGS/cifar.toml, set by the module file,
+#                 else configs/cifar.toml in the working directory)
+#   DDP_ARGS      more options for ddp_train, e.g. "--train.epochs 30 --data.root /scratch/cifar"
+#   DDP_RUN_DIR   the run directory. Without it: --run-dir in DDP_ARGS, else the config's run.dir,
+#                 else runs/<job name>-<job id>; relative to the working directory (the submit
+#                 directory or sbatch --chdir). The log says which and why. A requeued job keeps its
+#                 settings and id, so it finds its snapshots there; a new job given the directory of
+#                 an earlier one continues that run (--resume auto)
+#   DDP_DEVICE    cuda | cpu | auto (default: cuda in the GPU templates, cpu in train_cpu.sh)
+#   DDP_THREADS   compute threads per rank (default: --cpus-per-task)
+#   DDP_MODULES   modules to load, e.g. "openmpi cuda ddp_train" (default: ddp_train if it loads;
+#                 "" loads none). When set, a module that fails to load, or no module system at
+#                 all, ends the job with an error. Where `module` is defined for login shells only,
+#                 the template sources the module system's init script first (/etc/profile.d/lmod.sh,
+#                 z00_lmod.sh, modules.sh, $LMOD_PKG or $MODULESHOME /init/bash, /usr/share/{lmod/lmod,
+#                 modules,Modules}/init/bash) and says which
+#   DDP_MODULE_INIT  that init script, where your site keeps it elsewhere
+#   DDP_SRUN_ARGS more options for srun (e.g. "--cpu-bind=cores")
+#   DDP_REQUEUE   1 (default): requeue the job when ddp_train stopped on the warning; 0: just exit 75
+#   DDP_SHOW_HOSTS 1 (default): print which node runs which rank before training
+
 set -euo pipefail
 : "${SLURM_JOB_ID:?submit this script with sbatch}"
 log() { echo "[$(date +%T) job $SLURM_JOB_ID] $*"; }

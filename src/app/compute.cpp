@@ -40,6 +40,20 @@ HostDevices gather_host_devices(const runtime::Runtime& rt, comm::Communicator& 
   return out;
 }
 
+namespace {
+
+// The reason's first clause ("no NVIDIA driver was found" of "no NVIDIA driver was found
+// (libcuda.so could not be loaded): this machine has ..."): a CPU start under runtime.device =
+// auto says why in a few words; runtime.device = cuda, which needs the GPU, gets the whole text.
+std::string first_clause(const std::string& why) {
+  const auto end = why.find_first_of("(:;");
+  std::string out = why.substr(0, end);
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out.empty() ? why : out;
+}
+
+}  // namespace
+
 DeviceChoice choose_device(const std::string& mode, const runtime::Runtime& rt,
                            const std::vector<std::string>& hosts,
                            const std::vector<std::string>& device_sets) {
@@ -54,7 +68,7 @@ DeviceChoice choose_device(const std::string& mode, const runtime::Runtime& rt,
     if (mode == "cuda")
       c.error = "runtime.device = cuda, but no usable GPU: " + why;
     else
-      c.note = "no GPU (" + why + "): trains on the CPU";
+      c.note = "no GPU (" + first_clause(why) + ")";
     return c;
   }
   backend::DeviceRequest req;
@@ -129,10 +143,11 @@ Compute setup_compute(const Config& cfg, const runtime::Runtime& rt, comm::Commu
   // runtime.device = auto trains on GPUs only when every rank has one.
   const bool gpus = claims.size() == records.size();
   if (!gpus) {
-    out.note = claims.empty() ? me.note
+    out.note = claims.empty() ? me.note + ": trains on the CPU"
                               : "runtime.device = auto: rank(s) " + without +
                                     " have no usable GPU, so every rank trains on the CPU";
-    check_cpu_precision(cfg, out.note);
+    check_cpu_precision(cfg,
+                        claims.empty() ? me.note : "rank(s) " + without + " have no usable GPU");
     out.backend = backend::make_cpu_backend();
     return out;
   }

@@ -2,6 +2,10 @@
 // as it is read; then the model and the checks that involve several keys.
 #include "ddp/app/config.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -13,11 +17,12 @@
 #include "ddp/app/config_detail.hpp"
 #include "ddp/app/config_schema.hpp"
 #include "ddp/backend/cpu_backend.hpp"
-#include "ddp/data/packed_format.hpp"
+#include "ddp/data/dataset_geometry.hpp"
 #include "ddp/data/registry.hpp"
 #include "ddp/data/transform.hpp"
 #include "ddp/error.hpp"
 #include "ddp/nn/memory_estimate.hpp"
+#include "ddp/runtime/signals.hpp"
 
 namespace ddp::app {
 namespace {
@@ -35,20 +40,14 @@ using detail::parse_text;
 using detail::same_layers;
 using detail::type_noun;
 
-// What the model is built for (the registry's shape, or the packed training file's header), with
-// the longer image side.
+// What the model is built for (data/dataset_geometry.hpp: the registry's shape, or the packed
+// training file's header, or data.train_size), with the longer image side.
 struct ModelShape {
   std::int64_t classes = 10, channels = 3, side = 32;
 };
 ModelShape model_shape(const data::Options& d) {
-  const data::DatasetShape s = data::dataset_shape(d);
-  // data.train_size resizes every image to the network's input.
-  const std::int64_t side = data::transform_output_side(d);
-  if (side == 0 && (s.height == 0 || s.width == 0))
-    throw ConfigError("data.train_file = '" + d.train_file +
-                      "' holds images of varying sizes: set data.train_size (the network's "
-                      "input side; see data.eval_resize, data.eval_crop)");
-  return {s.classes, s.channels, side > 0 ? side : std::max(s.height, s.width)};
+  const data::Geometry g = data::dataset_geometry(d);
+  return {g.classes, g.channels, std::max(g.height, g.width)};
 }
 
 std::vector<std::string> all_key_names() {
@@ -199,8 +198,23 @@ class Loader {
   }
 
   void cross_check() const {
-    data::transform_output_side(cfg_.data);  // data.train_size / eval_crop / eval_resize agree
+    // data.train_size / eval_crop / eval_resize agree, data.rrc_scale / rrc_ratio are ranges.
+    data::transform_output_side(cfg_.data);
+    // A padding of more than half the side makes most random crops blank (or all of them).
+    if (cfg_.data.augment && cfg_.data.train_size == 0) {
+      const auto side = model_shape(cfg_.data).side;
+      if (cfg_.data.crop_padding * 2 > side)
+        fail("data.crop_padding", "must be at most half the image side (" + std::to_string(side) +
+                                      " px for " + cfg_.data.dataset +
+                                      "): most random crops would show only the padding");
+    }
     if (cfg_.data.dataset == "packed") check_packed_files();
+    // Counted in 64 bits (steps x epochs, batch x ranks): bounded where the products still fit,
+    // far beyond any run (the memory estimate refuses a large batch with its own figures).
+    if (cfg_.train.epochs > 1000000000)
+      fail("train.epochs", "must be at most 1000000000 (a schedule's steps must fit 64 bits)");
+    if (cfg_.train.batch_size > (std::int64_t{1} << 40))
+      fail("train.batch_size", "must be at most 2^40 (the global batch must fit 64 bits)");
     const auto& s = cfg_.schedule;
     const auto& o = cfg_.optim;
     if (s.warmup_epochs > static_cast<double>(cfg_.train.epochs)) {
@@ -236,32 +250,17 @@ class Loader {
   // layer).
   void check_packed_files() const {
     const auto& d = cfg_.data;
-    const auto train = data::packed::read_header(d.train_file);
-    const auto test = data::packed::read_header(d.test_file);
-    const auto dims = [](const data::packed::Header& h) {
-      return std::to_string(h.channels) + "x" + std::to_string(h.height) + "x" +
-             std::to_string(h.width) + " in " + std::to_string(h.classes.size()) + " classes";
-    };
-    if (test.channels != train.channels || test.height != train.height ||
-        test.width != train.width || test.classes != train.classes)
-      throw ConfigError("data.test_file = '" + d.test_file + "' holds images " + dims(test) +
-                        ", data.train_file = '" + d.train_file + "' holds " + dims(train) +
-                        " (or other class names): both splits must have the same channels, size "
-                        "and classes (pack both with the same --size, from folders with the same "
-                        "class folders)");
-    const std::int64_t side = data::transform_output_side(d);
-    if (!train.fixed_size() && side == 0)
-      throw ConfigError("data.train_file = '" + d.train_file +
-                        "' holds images of varying sizes: set data.train_size (the network's "
-                        "input side; see data.eval_resize, data.eval_crop)");
-    const std::int64_t h = side > 0 ? side : train.height, w = side > 0 ? side : train.width;
+    const data::Geometry g = data::dataset_geometry(d);  // first: "varying sizes: set ..."
+    data::check_packed_splits(d);
+    const bool sized = data::transform_output_side(d) > 0;
     try {
       const auto be = backend::make_cpu_backend();
-      nn::estimate_memory(cfg_.model.layers, Shape{train.channels, h, w}, *be);
+      nn::estimate_memory(cfg_.model.layers, Shape{g.channels, g.height, g.width}, *be);
     } catch (const ConfigError& e) {
       throw ConfigError("data.train_file = '" + d.train_file + "' holds " +
-                        std::to_string(train.channels) + "x" + std::to_string(h) + "x" +
-                        std::to_string(w) + (side > 0 ? " images (data.train_size)" : " images") +
+                        std::to_string(g.channels) + "x" + std::to_string(g.height) + "x" +
+                        std::to_string(g.width) +
+                        (sized ? " images (data.train_size)" : " images") +
                         ", which the model does not take (pack it with --size HxW or set "
                         "data.train_size for this model, or choose another model): " +
                         e.what());
@@ -277,6 +276,7 @@ class Loader {
     }
     if (fs::is_directory(status))
       throw ConfigError("config file '" + file_ + "' is a directory, not a file");
+    if (!fs::is_regular_file(status)) return read_stream(path);
     std::ifstream in(path, std::ios::binary);
     std::ostringstream text;
     if (in) text << in.rdbuf();
@@ -284,6 +284,50 @@ class Loader {
       throw ConfigError("config file '" + file_ + "' cannot be read: " + std::strerror(errno));
     }
     return text.str();
+  }
+
+  // A FIFO, a pipe (--config <(...), /dev/stdin) or a device: read until its writer closes it,
+  // waiting in poll() so that a stop signal (SIGTERM, SIGINT) ends the wait: a blocking open or
+  // read would not return for the signal, whose handler only sets a flag.
+  std::string read_stream(const fs::path& path) const {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+      throw ConfigError("config file '" + file_ + "' cannot be opened: " + std::strerror(errno));
+    std::string text;
+    std::string error;
+    char buf[65536];
+    for (;;) {
+      if (runtime::stop_requested()) {
+        error = std::string("stopped by ") + strsignal(runtime::stop_signal()) +
+                " while waiting for it to be written (it is not a regular file: a FIFO or pipe " +
+                "whose writer has not finished)";
+        break;
+      }
+      pollfd p{fd, POLLIN, 0};
+      const int ready = ::poll(&p, 1, 200);
+      if (ready < 0 && errno != EINTR) {
+        error = std::strerror(errno);
+        break;
+      }
+      if (ready <= 0) continue;
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n > 0) {
+        text.append(buf, static_cast<std::size_t>(n));
+        if (text.size() > (std::size_t{64} << 20)) {
+          error = "more than 64 MiB: not a configuration";
+          break;
+        }
+        continue;
+      }
+      if (n == 0) break;  // the writer closed it (poll reports that only after a writer came)
+      if (errno != EAGAIN && errno != EINTR) {
+        error = std::strerror(errno);
+        break;
+      }
+    }
+    ::close(fd);
+    if (!error.empty()) throw ConfigError("config file '" + file_ + "': " + error);
+    return text;
   }
 
   toml::table parse(const std::string& text) const {
@@ -394,6 +438,33 @@ Config load_config(const std::filesystem::path& path, const Overrides& overrides
   loader.resolve_model();
   loader.cross_check();
   cfg.resolved_toml = detail::to_toml(cfg);
+  return cfg;
+}
+
+Config load_config_for_doctor(const std::filesystem::path& path, const Overrides& overrides,
+                              std::string& problem) {
+  problem.clear();
+  // The keys as given (file and overrides, the model not resolved): what the ranks compare. A
+  // rank whose files differ (a missing or truncated dataset) must get its [FAIL] line, not a
+  // "different configurations" refusal because its model could not be resolved.
+  Config given;
+  {
+    Loader loader(given);
+    try {
+      if (!path.empty()) loader.read_file(path);
+      loader.apply_overrides(overrides);
+    } catch (const Error&) {
+    }
+  }
+  const std::string given_toml = detail::to_toml(given);
+  Config cfg;
+  try {
+    cfg = load_config(path, overrides);
+  } catch (const Error& e) {
+    problem = e.what();
+    cfg = std::move(given);  // what could be read stays, for the doctor's other checks
+  }
+  cfg.resolved_toml = given_toml;
   return cfg;
 }
 

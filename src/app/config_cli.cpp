@@ -79,8 +79,10 @@ void add_config_options(CLI::App& app, Overrides& out) {
     // repeated option simply appends again (the last one wins in load_config).
     opt->trigger_on_parse()->type_name(label)->group("[" + std::string(key.section()) +
                                                      "] settings (override the --config file)");
-    // A boolean given alone is set: `--run.overwrite` = `--run.overwrite true`.
-    if (key.type() == ValueType::kBool) opt->expected(0, 1)->default_str("true");
+    // A boolean given alone is set: `--run.overwrite` = `--run.overwrite true`. Shown as
+    // "[BOOL]" (option_text replaces CLI11's "BOOL=true", which read as the default).
+    if (key.type() == ValueType::kBool)
+      opt->expected(0, 1)->default_str("true")->option_text("[BOOL]");
   }
 }
 

@@ -32,6 +32,11 @@ Range at_least(double lo) {
 Range above(double lo) {
   return {.lo = lo, .lo_open = true};
 }
+// [lo, hi]: keys whose absurd values would overflow a size or a product of sizes, or ask for
+// memory no machine has, are bounded where a user would plausibly stop.
+Range between(double lo, double hi) {
+  return {.lo = lo, .hi = hi};
+}
 Range unit_open() {
   return {.lo = 0.0, .hi = 1.0, .hi_open = true};
 }  // [0, 1)
@@ -242,19 +247,32 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(data, std), .help = "per-channel standard deviation on the [0,1] pixel scale",
        .range = above(0.0), .sizes = {1, 3}},
       {DDP_KEY(data, augment),
-       .help = "random crop (zero padding data.crop_padding) + horizontal flip"},
-      {DDP_KEY(data, crop_padding), .help = "padding of the random crop", .range = at_least(0)},
+       .help = "training augmentation: random crop (zero padding data.crop_padding) + "
+               "horizontal flip; with data.train_size, RandomResizedCrop(data.rrc_scale, "
+               "data.rrc_ratio) + horizontal flip (the start-up lines print both transforms)"},
+      {DDP_KEY(data, crop_padding),
+       .help = "padding of the random crop, at most half the image side (not used with "
+               "data.train_size)",
+       .range = between(0, 32768)},
+      {DDP_KEY(data, rrc_scale),
+       .help = "with data.train_size and data.augment: the random-resized crop's area as a "
+               "fraction of the image's, min,max (torchvision's scale)",
+       .range = {.lo = 0.0, .hi = 1.0, .lo_open = true}, .sizes = {2}},
+      {DDP_KEY(data, rrc_ratio),
+       .help = "with data.train_size and data.augment: the random-resized crop's aspect ratio "
+               "(width / height), min,max (torchvision's ratio)",
+       .range = {.lo = 0.01, .hi = 100.0}, .sizes = {2}},
       {DDP_KEY(data, train_size),
        .help = "network input side for images of any size (0 = the dataset's own): training "
                "takes torchvision's RandomResizedCrop(train_size) + flip with data.augment "
                "(else the eval transform), eval Resize(eval_resize) + CenterCrop(eval_crop)",
-       .range = at_least(0)},
+       .range = between(0, 8192)},
       {DDP_KEY(data, eval_resize),
        .help = "with data.train_size: shorter side of the eval resize (0 = ceil(eval_crop * 8/7))",
-       .range = at_least(0)},
+       .range = between(0, 16384)},
       {DDP_KEY(data, eval_crop),
        .help = "with data.train_size: eval centre crop, must equal train_size (0 = train_size)",
-       .range = at_least(0)},
+       .range = between(0, 8192)},
       {DDP_KEY(data, scaled_decode),
        .help = "encoded JPEGs: decode at a TurboJPEG scale when the random crop is at most half "
                "the image (faster; an approximation, not PIL's pixels)"},
@@ -271,11 +289,11 @@ const std::vector<ConfigKey>& config_keys() {
       {DDP_KEY(data, cache_mb),
        .help = "data.dataset = packed: 0 = hold each file whole in memory; N > 0 = stream it from "
                "disk through a cache of N MiB of chunks per split (for files larger than memory)",
-       .range = at_least(0)},
+       .range = between(0, 1 << 30)},
       {DDP_KEY(data, workers),
        .help = "streaming (data.cache_mb > 0): loader threads per split reading and decoding "
                "chunks ahead of the trainer (0 = the rank's spare CPUs, 1..8)",
-       .range = at_least(0)},
+       .range = {.lo = 0.0, .hi = 8.0}},
       {DDP_KEY(data, shuffle_window),
        .help = "streaming (data.cache_mb > 0): 0 = shuffle all samples every epoch; N > 0 = "
                "visit the file's chunks in a random order, N at a time, shuffling the samples of "
@@ -323,7 +341,7 @@ const std::vector<ConfigKey>& config_keys() {
        .range = unit_open()},
       {DDP_KEY(train, loss_scale),
        .help = "initial dynamic loss scale (0 = automatic: 65536 with fp16, off otherwise)",
-       .range = at_least(0.0)},
+       .range = between(0.0, 1e30)},
       {DDP_KEY(train, eval_every),
        .help = "epochs between test evaluations (the last epoch is always evaluated)",
        .range = at_least(1)},
@@ -333,21 +351,21 @@ const std::vector<ConfigKey>& config_keys() {
                "split over the ranks in slices differing by at most one (256 on 3 ranks: 86, 85, "
                "85; train.rank_shares makes them uneven), each slice over the micro-batches "
                "likewise, and the gradient is the mean over the whole global batch",
-       .range = at_least(0)},
+       .range = between(0, 1 << 30)},
       {DDP_KEY(train, accumulate),
        .help = "micro-batches per optimizer step; gradients are synchronised on the last only",
-       .range = at_least(1)},
+       .range = between(1, 1 << 20)},
       {DDP_KEY(train, rank_shares),
        .help = "each rank's share of every global batch: equal, auto (equal, then measured) or "
                "one weight per rank, e.g. 3,1,2 ([3, 1, 2] in a file); the global batch is cut "
                "into slices of these proportions (largest remainders rounded up, every rank at "
                "least one sample) and the gradient stays the mean over the whole global batch",
-       .range = above(0.0), .choices = {"equal", "auto"}},
+       .range = {.lo = 0.0, .hi = 1048576.0, .lo_open = true}, .choices = {"equal", "auto"}},
       {DDP_KEY(train, max_micro_batch),
        .help = "the most samples one forward/backward pass of a rank takes (0 = no cap): a "
                "larger share runs in several micro-batches and synchronises once; auto = no cap "
                "on the CPU, on a GPU what its free memory holds",
-       .range = at_least(0), .choices = {"auto"}, .sizes = {1}, .whole = true},
+       .range = between(0, 1 << 30), .choices = {"auto"}, .sizes = {1}, .whole = true},
       {DDP_KEY(train, rebalance_threshold),
        .help = "train.rank_shares = auto re-balances at an epoch's end when the predicted step "
                "time improves by more than this fraction",
@@ -357,7 +375,7 @@ const std::vector<ConfigKey>& config_keys() {
                "in run.dir from its newest complete snapshot (or start it; a complete run exits "
                "at once unless train.epochs grew), or a snapshot path"},
       {DDP_KEY(train, keep_last), .help = "snapshots kept in run.dir (0 = all)",
-       .range = at_least(0)},
+       .range = between(0, 1048576)},
       {DDP_KEY(train, init),
        .help = "fine-tuning: a new run starts from this file's weights (a weights file of "
                "scripts/torch_to_snapshot.py, or a snapshot of the same model); a classifier of "
@@ -404,14 +422,14 @@ const std::vector<ConfigKey>& config_keys() {
        .help = "onecycle: final lr = initial lr / final_div_factor", .range = at_least(1.0)},
 
       {DDP_KEY(comm, bucket_mb), .help = "gradient all-reduce bucket cap in MiB",
-       .range = above(0.0)},
+       .range = {.lo = 0.0, .hi = 65536.0, .lo_open = true}},
       {DDP_KEY(comm, first_bucket_mb),
        .help = "cap of the first bucket (the last layers' gradients), sent early",
-       .range = above(0.0)},
+       .range = {.lo = 0.0, .hi = 65536.0, .lo_open = true}},
       {DDP_KEY(comm, overlap), .help = "start each bucket's all-reduce during backward"},
       {DDP_KEY(comm, timeout_s),
        .help = "seconds a collective may take before the job is aborted, naming the missing ranks",
-       .range = above(0.0)},
+       .range = {.lo = 0.0, .hi = 31536000.0, .lo_open = true}},
 
       {DDP_KEY(runtime, device), .help = "compute device", .choices = {"auto", "cpu", "cuda"}},
       {DDP_KEY(runtime, precision),

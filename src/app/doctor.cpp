@@ -45,6 +45,7 @@ std::string env_or_empty(const char* name) {
 // What one rank found out on its own; gathered so that every rank can judge the whole job.
 struct RankReport {
   runtime::RankInfo info;
+  std::string config_error;  // "" when the configuration loads on this rank
   std::vector<std::string> launch_errors, launch_warnings;
   std::string device_error;  // "" when fine
   std::string device_note;   // e.g. "no GPU visible: trains on the CPU"
@@ -62,6 +63,7 @@ struct RankReport {
   std::string encode() const {
     RecordWriter w;
     runtime::write_rank_info(w, info);
+    w.put(config_error);
     for (const auto* list : {&launch_errors, &launch_warnings}) {
       w.put(static_cast<std::int64_t>(list->size()));
       for (const auto& s : *list) w.put(s);
@@ -86,6 +88,7 @@ struct RankReport {
     RecordReader in(bytes);
     RankReport r;
     r.info = runtime::read_rank_info(in);
+    r.config_error = in.get_str();
     for (auto* list : {&r.launch_errors, &r.launch_warnings}) {
       const auto n = in.get_int();
       for (std::int64_t k = 0; k < n; ++k) list->push_back(in.get_str());
@@ -390,6 +393,27 @@ Check judge_dataset(const std::vector<RankReport>& all, const Config& cfg,
   return c;
 }
 
+// The configuration as each rank loaded it (its files may differ from host to host).
+Check judge_config(const std::vector<RankReport>& all, const Config& cfg) {
+  Check c{"config", Verdict::pass, {}};
+  const auto errors = group(all, [](const RankReport& r) { return r.config_error; });
+  if (!errors.empty()) {
+    c.verdict = Verdict::fail;
+    if (errors.size() == 1 && errors.begin()->second.size() == all.size()) {
+      c.lines.push_back(errors.begin()->first);  // the same everywhere: said once
+      return c;
+    }
+    c.lines.push_back("not valid on every rank");
+    for (const auto& l : by_ranks(all, errors)) c.lines.push_back(l);
+    return c;
+  }
+  c.lines.push_back(
+      (cfg.source.empty() ? std::string("defaults and command line") : cfg.source.string()) +
+      ": every key valid, the model fits the data" +
+      (cfg.model.preset.empty() ? std::string() : " (model.preset = " + cfg.model.preset + ")"));
+  return c;
+}
+
 Check judge_collectives(const std::vector<RankReport>& all) {
   Check c{"collectives", Verdict::pass, {}};
   const auto errors = group(all, [](const RankReport& r) { return r.collective_error; });
@@ -435,6 +459,7 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
 
   RankReport me;
   me.info = runtime::describe_self(rt, threads, "cpu", cfg.runtime.threads);
+  me.config_error = options.config_error;
   for (const auto& p : runtime::check_launch(rt.rank(), rt.size(), rt.launch_env()))
     (p.severity == runtime::LaunchProblem::Severity::error ? me.launch_errors : me.launch_warnings)
         .push_back(p.message);
@@ -461,11 +486,9 @@ int run_doctor(const Config& cfg, const runtime::Runtime& rt, const DoctorOption
   for (const auto& r : all) table.push_back(r.info);
   out << "\n" << runtime::format_rank_table(table) << "\nchecks\n";
   const Check devices = judge_devices(all);
-  std::vector<Check> checks = {judge_launch(all, rt),
-                               judge_binding(all),
-                               devices,
-                               judge_network(all),
-                               judge_dataset(all, cfg, options),
+  std::vector<Check> checks = {judge_config(all, cfg), judge_launch(all, rt),
+                               judge_binding(all),     devices,
+                               judge_network(all),     judge_dataset(all, cfg, options),
                                judge_collectives(all)};
   // A GPU job exchanges its gradients over NCCL: check that data plane too when every rank has a
   // GPU of its own (the devices check passed, which every rank knows from the same reports).

@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <new>
@@ -39,6 +40,7 @@
 #include "ddp/error.hpp"
 #include "ddp/nn/presets.hpp"
 #include "ddp/runtime/cpu_binding.hpp"
+#include "ddp/runtime/error_agreement.hpp"
 #include "ddp/runtime/launch_check.hpp"
 #include "ddp/runtime/rank_info.hpp"
 #include "ddp/runtime/runtime.hpp"
@@ -61,48 +63,88 @@ __attribute__((section(".preinit_array"), used)) static void (*const ddp_preinit
 
 namespace {
 
+constexpr const char* kOutOfMemory =
+    "out of memory: an allocation failed (std::bad_alloc); the model, the batch "
+    "(train.batch_size, train.global_batch) or the dataset need more memory than this rank can "
+    "have";
+
 // Ranks other than 0 stay quiet; errors are reported by the failing rank itself.
 struct NullBuffer : std::streambuf {
   int overflow(int c) override { return c; }
 };
 
+// Training: the start (devices, rank table, run directory, trainer) is a phase whose errors the
+// ranks agree on (runtime/error_agreement.hpp); the training itself reports errors per rank.
 int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, ddp::comm::MpiComm& comm,
+                 ddp::runtime::ErrorAgreement* agreement,
                  std::optional<ddp::train::RankLog>& rank_log, std::ostream& out) {
-  const int threads = ddp::app::configure_threads(cfg.runtime.threads, rt.local_size());
-  // Collective: the whole job settles on one kind of device (runtime.device = cuda without a
-  // usable GPU on some rank is an error naming the ranks).
-  auto compute = ddp::app::setup_compute(cfg, rt, comm);
-  // Collective: every rank contributes its row, rank 0 prints the table (and the start-up line
-  // takes the ranks' thread counts from it).
-  const auto table = ddp::runtime::gather_rank_table(
-      ddp::runtime::describe_self(rt, threads, compute.device, cfg.runtime.threads), comm);
-  out << "ddp_train " << DDP_VERSION_STRING << ": " << rt.size() << " rank(s), "
-      << ddp::runtime::describe_threads(table) << ", device "
-      << (compute.device == "cpu" ? "cpu" : "cuda") << " (" << compute.backend->name()
-      << "), config " << (cfg.source.empty() ? std::string("(defaults)") : cfg.source.string())
-      << "\n";
-  if (!compute.note.empty()) out << "device: " << compute.note << "\n";
-  if (!cfg.model.preset.empty())
-    out << "preset: "
-        << ddp::nn::preset_description(cfg.model.preset, ddp::app::preset_options(cfg)) << "\n";
-  out << ddp::runtime::format_rank_table(table);
-  for (const auto& w : ddp::runtime::check_binding(table)) out << "warning: " << w << "\n";
-  // Collective: a new run, the run.dir's run continued (possibly with another global batch kept),
-  // or nothing to do.
-  const auto start = ddp::train::plan_run_start(cfg, comm, out);
-  if (start.action == ddp::train::RunStart::Action::nothing_to_do) return 0;
-  // From here on (the run.dir settled) each rank's warnings and errors also go to its log file.
-  rank_log.emplace(start.config.run.dir, rt.rank());
-  rank_log->note("ddp_train " DDP_VERSION_STRING ": rank " + std::to_string(rt.rank()) + " of " +
-                 std::to_string(rt.size()) + " on " + rt.host() + ", pid " +
-                 std::to_string(::getpid()) + ": training in " + start.config.run.dir +
-                 " (warnings and errors of this rank follow)");
-  const bool gpu = compute.device != "cpu";
-  auto trainer = std::make_unique<ddp::train::Trainer>(
-      start.config, comm, out,
-      ddp::train::ComputePlace{std::move(compute.backend), compute.grad_comm.get(), table});
+  std::optional<ddp::app::Compute> compute;
+  std::unique_ptr<ddp::train::Trainer> trainer;
+  std::optional<ddp::train::RunStart> start;
+  ddp::runtime::PhaseFailure failed;
+  std::exception_ptr error;
   try {
-    const auto result = trainer->run(start);
+    const int threads = ddp::app::configure_threads(cfg.runtime.threads, rt.local_size());
+    // Collective: the whole job settles on one kind of device (runtime.device = cuda without a
+    // usable GPU on some rank is an error naming the ranks).
+    compute.emplace(ddp::app::setup_compute(cfg, rt, comm));
+    // Collective: every rank contributes its row, rank 0 prints the table (and the start-up line
+    // takes the ranks' thread counts from it).
+    const auto table = ddp::runtime::gather_rank_table(
+        ddp::runtime::describe_self(rt, threads, compute->device, cfg.runtime.threads), comm);
+    out << "ddp_train " << DDP_VERSION_STRING << ": " << rt.size() << " rank(s), "
+        << ddp::runtime::describe_threads(table) << ", device "
+        << (compute->device == "cpu" ? "cpu" : "cuda") << " (" << compute->backend->name()
+        << "), config " << (cfg.source.empty() ? std::string("(defaults)") : cfg.source.string())
+        << "\n";
+    if (!compute->note.empty()) out << "device: " << compute->note << "\n";
+    if (!cfg.model.preset.empty())
+      out << "preset: "
+          << ddp::nn::preset_description(cfg.model.preset, ddp::app::preset_options(cfg)) << "\n";
+    out << ddp::runtime::format_rank_table(table);
+    for (const auto& w : ddp::runtime::check_binding(table)) out << "warning: " << w << "\n";
+    // Collective: a new run, the run.dir's run continued (possibly with another global batch
+    // kept), or nothing to do.
+    start.emplace(ddp::train::plan_run_start(cfg, comm, out));
+    if (start->action == ddp::train::RunStart::Action::nothing_to_do) return 0;
+    // From here on (the run.dir settled) each rank's warnings and errors also go to its log file.
+    rank_log.emplace(start->config.run.dir, rt.rank());
+    rank_log->note("ddp_train " DDP_VERSION_STRING ": rank " + std::to_string(rt.rank()) + " of " +
+                   std::to_string(rt.size()) + " on " + rt.host() + ", pid " +
+                   std::to_string(::getpid()) + ": training in " + start->config.run.dir +
+                   " (warnings and errors of this rank follow)");
+    trainer = std::make_unique<ddp::train::Trainer>(
+        start->config, comm, out,
+        ddp::train::ComputePlace{std::move(compute->backend), compute->grad_comm.get(), table});
+  } catch (const ddp::train::RunStartFailedOnRank0&) {
+    failed = std::string();  // rank 0 says why
+    error = std::current_exception();
+  } catch (const ddp::app::RanksDisagree&) {
+    throw;
+  } catch (const ddp::Error& e) {
+    failed = e.what();
+    error = std::current_exception();
+  } catch (const std::bad_alloc&) {
+    failed = kOutOfMemory;
+    error = std::current_exception();
+  }
+  if (agreement) {
+    const auto all = agreement->exchange(failed);
+    const std::string report = ddp::runtime::describe_failures(all);
+    if (!report.empty()) {
+      if (failed && !failed->empty() && rank_log) rank_log->note("error: " + *failed);
+      if (rt.is_root()) {
+        std::fputs(report.c_str(), stderr);
+        std::fflush(stderr);
+      }
+      return 1;
+    }
+  } else if (error) {
+    std::rethrow_exception(error);
+  }
+  const bool gpu = compute->device != "cpu";
+  try {
+    const auto result = trainer->run(*start);
     return result.stopped ? ddp::runtime::kExitStopped : 0;
   } catch (...) {
     // On GPUs a collective may still wait for a rank that died, and freeing device memory or
@@ -110,7 +152,7 @@ int run_training(const ddp::app::Config& cfg, ddp::runtime::Runtime& rt, ddp::co
     // error and MPI_Abort ends the job at once.
     if (gpu) {
       (void)trainer.release();
-      (void)compute.grad_comm.release();
+      (void)compute->grad_comm.release();
     }
     throw;
   }
@@ -153,13 +195,43 @@ double startup_timeout_s() {
 }
 
 // A failed rank reports itself and ends the job: the others may be waiting for it in a collective
-// (or in MPI_Finalize), and would otherwise wait until their timeout or forever.
+// (or in MPI_Finalize), and would otherwise wait until their timeout or forever. (Errors of the
+// start-up phases are agreed instead: see run_training and main.)
 int fail(const ddp::runtime::Runtime& rt, const char* kind, const std::string& message) {
   std::fprintf(stderr, "ddp_train: %s (rank %d of %d): %s\n", kind, rt.rank(), rt.size(),
                message.c_str());
   std::fflush(stderr);
   if (rt.size() > 1) rt.abort(1);
   return 1;
+}
+
+// What this rank checks alone before any collective, beyond what CLI11 checks: nothing left over,
+// one subcommand, no training-only key for a command that ignores it, one-process commands not
+// under mpirun/srun.
+void check_command_line(const CLI::App& app, const ddp::app::Overrides& overrides, int world_size) {
+  if (!app.remaining().empty())
+    throw ddp::ConfigError(ddp::app::unexpected_arguments(app.remaining(), app));
+  const auto given = app.get_subcommands();
+  if (given.size() > 1) {
+    // `inspect A diff B C`: CLI11 takes the words after `inspect A` for a second command.
+    std::string names;
+    for (const auto* c : given) names += (names.empty() ? "'" : " and '") + c->get_name() + "'";
+    throw ddp::ConfigError("command line: " + names +
+                           ": give one command at a time (ddp_train --help lists them)");
+  }
+  const std::string command = given.empty() ? "" : given.front()->get_name();
+  // Keys that only training reads: a command that would silently ignore them refuses them.
+  if (command == "eval" || command == "predict" || command == "export" || command == "report")
+    for (const auto& [key, value] : overrides)
+      if (key == "train.resume" || key == "run.overwrite")
+        throw ddp::ConfigError("command line: --" + key + " '" + value + "' does not apply to `" +
+                               command + "`: it reads the snapshot given with --snapshot" +
+                               (command == "report" ? std::string(" (or the run's newest)") : "") +
+                               ", not the run directory's");
+  if (world_size > 1 &&
+      (command == "predict" || command == "export" || command == "report" || command == "pack"))
+    throw ddp::ConfigError("ddp_train " + command +
+                           " runs as one process; start it without mpirun/srun");
 }
 
 // CLI::Range lets NaN through (every comparison with it is false).
@@ -199,7 +271,6 @@ int main(int argc, char** argv) {
   ddp::app::Overrides overrides;
   ddp::app::add_config_options(app, overrides);
 
-  app.footer("\n" + ddp::app::layers_help());
   auto* layers = app.add_subcommand("layers", "list every layer type with its keys");
   auto* inspect = app.add_subcommand("inspect", "print what a snapshot holds");
   std::string inspect_file;
@@ -218,8 +289,8 @@ int main(int argc, char** argv) {
   diff->add_option("b", diff_b, "second snapshot")->required();
   auto* doctor = app.add_subcommand(
       "doctor",
-      "check the launch: rank table, launcher, GPUs, network, dataset, collectives, all-reduce "
-      "bandwidth (exit 0 only when every check passes)");
+      "check the launch: configuration, rank table, launcher, GPUs, network, dataset, "
+      "collectives, all-reduce bandwidth (exit 0 only when every check passes)");
   ddp::app::DoctorOptions doctor_opts;
   double sweep_max_mb = 64.0;
   bool no_sweep = false;
@@ -234,8 +305,32 @@ int main(int argc, char** argv) {
   doctor->add_flag("--no-sweep", no_sweep, "skip the bandwidth sweep");
   ddp::app::PackCommand pack_cmd;
   auto* pack = ddp::app::add_pack_command(app, pack_cmd);
+  // Set after the subcommands, which would otherwise inherit it (`pack --help` listed the layers).
+  app.footer(
+      "\nCommands: ddp_train COMMAND --help describes each. Layer types and their keys "
+      "([[model.layers]]): ddp_train layers");
+
+  // Phase 1, this rank alone: the command line and the configuration. Under mpirun/srun the
+  // ranks then agree on the outcome: a start-up error is reported once, by rank 0, and every rank
+  // exits 1 (no MPI_Abort, no banner).
+  ddp::runtime::PhaseFailure startup_error;
+  std::optional<ddp::app::Config> cfg;
   try {
     app.parse(argc, argv);
+    check_command_line(app, overrides, rt.size());
+    if (*doctor) {
+      // The doctor reports a configuration error as one of its checks instead of refusing to run.
+      cfg = ddp::app::load_config_for_doctor(config_path, overrides, doctor_opts.config_error);
+      doctor_opts.dataset_configured = !config_path.empty();
+      for (const auto& [key, value] : overrides)
+        if (key.rfind("data.", 0) == 0) doctor_opts.dataset_configured = true;
+    } else if (app.get_subcommands().empty() || *eval) {
+      // srun without PMIx starts N singletons that each think they are rank 0 of 1: stop here.
+      ddp::runtime::check_launch_or_throw(rt);
+      // eval runs with the configuration stored in its snapshot unless --config names one.
+      cfg = *eval ? ddp::app::config_for_snapshot(eval_cmd.snapshot, config_path, overrides)
+                  : ddp::app::load_config(config_path, overrides);
+    }
   } catch (const CLI::ParseError& e) {
     // --help and --version print once (rank 0) and every rank exits 0.
     if (e.get_exit_code() == 0) return rt.is_root() ? app.exit(e) : 0;
@@ -243,16 +338,34 @@ int main(int argc, char** argv) {
     if (*pack && rt.size() == 1)
       return ddp::app::report_pack_error("command line: " + std::string(e.what()) +
                                          " (ddp_train pack --help lists the options)");
-    // Any other parse error is this rank's failure (MPMD launches give ranks different command
-    // lines): say which rank, and take the job down rather than leave the others waiting.
-    return fail(rt, "error",
-                "command line: " + std::string(e.what()) + " (ddp_train --help lists the options)");
+    startup_error =
+        "command line: " + std::string(e.what()) + " (ddp_train --help lists the options)";
+  } catch (const ddp::Error& e) {
+    startup_error = e.what();
+  } catch (const std::bad_alloc&) {
+    startup_error = kOutOfMemory;
+  } catch (const std::exception& e) {
+    startup_error = std::string("internal error: ") + e.what();
   }
+  std::optional<ddp::runtime::ErrorAgreement> agreement;
+  if (rt.size() > 1) {
+    agreement.emplace(startup_timeout_s());
+    const std::string said = ddp::runtime::describe_failures(agreement->exchange(startup_error));
+    if (!said.empty()) {
+      if (rt.is_root()) {
+        std::fputs(said.c_str(), stderr);
+        std::fflush(stderr);
+      }
+      return 1;
+    }
+  } else if (startup_error) {
+    std::fprintf(stderr, "ddp_train: error (rank 0 of 1): %s\n", startup_error->c_str());
+    return 1;
+  }
+
   // Outlives the try block: the error the handlers below report goes to the rank's log too.
   std::optional<ddp::train::RankLog> rank_log;
   try {
-    if (!app.remaining().empty())
-      throw ddp::ConfigError(ddp::app::unexpected_arguments(app.remaining(), app));
     if (*layers) {
       out << ddp::app::layers_help();
       return 0;
@@ -274,30 +387,19 @@ int main(int argc, char** argv) {
     if (*report)
       return ddp::app::run_report(report_cmd, config_path, overrides, rt.size(), std::cout);
     if (*doctor) {
-      // The doctor reports a mis-launch as one of its checks instead of refusing to run.
-      const auto cfg = ddp::app::load_config(config_path, overrides);
-      doctor_opts.dataset_configured = !config_path.empty();
-      for (const auto& [key, value] : overrides)
-        if (key.rfind("data.", 0) == 0) doctor_opts.dataset_configured = true;
       doctor_opts.sweep = !no_sweep;
       doctor_opts.sweep_max_bytes = static_cast<std::size_t>(sweep_max_mb * 1024 * 1024);
-      return ddp::app::run_doctor(cfg, rt, doctor_opts, out);
+      return ddp::app::run_doctor(*cfg, rt, doctor_opts, out);
     }
-    // srun without PMIx starts N singletons that each think they are rank 0 of 1: stop here.
-    ddp::runtime::check_launch_or_throw(rt);
-    // eval runs with the configuration stored in its snapshot unless --config names one.
-    const auto cfg = *eval
-                         ? ddp::app::config_for_snapshot(eval_cmd.snapshot, config_path, overrides)
-                         : ddp::app::load_config(config_path, overrides);
     // From here on every collective waits under comm.timeout_s (a rank that never arrives is
     // named and the job aborted), and the first one checks that every rank runs the same
     // configuration and command.
-    ddp::comm::MpiComm comm(MPI_COMM_WORLD, ddp::comm::comm_options_from_env(cfg.comm.timeout_s));
+    ddp::comm::MpiComm comm(MPI_COMM_WORLD, ddp::comm::comm_options_from_env(cfg->comm.timeout_s));
     std::vector<std::pair<std::string, std::string>> command = {{"command", "train"}};
     if (*eval) command = {{"command", "eval"}, {"eval --snapshot", eval_cmd.snapshot}};
-    ddp::app::check_ranks_agree(comm, cfg.resolved_toml, command);
-    if (*eval) return ddp::app::run_eval(eval_cmd, cfg, rt, comm, out);
-    return run_training(cfg, rt, comm, rank_log, out);
+    ddp::app::check_ranks_agree(comm, cfg->resolved_toml, command);
+    if (*eval) return ddp::app::run_eval(eval_cmd, *cfg, rt, comm, out);
+    return run_training(*cfg, rt, comm, agreement ? &*agreement : nullptr, rank_log, out);
   } catch (const ddp::app::RanksDisagree& e) {
     // Every rank knows (they exchanged the hashes): rank 0 says it once, every rank exits 1.
     if (e.report()) {
@@ -309,10 +411,7 @@ int main(int argc, char** argv) {
   } catch (const ddp::Error& e) {
     return fail(rt, "error", e.what());
   } catch (const std::bad_alloc&) {
-    return fail(rt, "error",
-                "out of memory: an allocation failed (std::bad_alloc); the model, the batch "
-                "(train.batch_size, train.global_batch) or the dataset need more memory than this "
-                "rank can have");
+    return fail(rt, "error", kOutOfMemory);
   } catch (const std::exception& e) {
     return fail(rt, "internal error", e.what());
   }

@@ -26,10 +26,25 @@ void predict_samples(const ReportCommand& cmd, const fs::path& config_file,
                      const Overrides& overrides, ReportData& data) {
   fs::path snapshot = cmd.snapshot;
   if (snapshot.empty()) {
+    // The run's own newest (run.json names it): another run's file in the directory is not it.
     const auto newest = ckpt::find_latest(
-        cmd.run_dir, [](const std::string& w) { std::cerr << "warning: " << w << "\n"; });
-    if (!newest) throw DataError("no complete snapshot in '" + cmd.run_dir + "'");
+        cmd.run_dir, [](const std::string& w) { std::cerr << "warning: " << w << "\n"; },
+        data.run_id);
+    if (!newest)
+      throw DataError("no complete snapshot " +
+                      (data.run_id.empty() ? std::string() : "of run " + data.run_id + " ") +
+                      "in '" + cmd.run_dir + "'");
     snapshot = *newest;
+  }
+  // A snapshot of another run beside this run's curves would put its answers under this run's
+  // name: said on stderr and on the page.
+  std::string other_run;
+  if (const auto meta = ckpt::read_meta(snapshot);
+      !data.run_id.empty() && meta.run_id != data.run_id) {
+    other_run = snapshot.string() + " belongs to " +
+                (meta.run_id.empty() ? std::string("no named run") : "run " + meta.run_id) +
+                ", not to run " + data.run_id + " whose curves this page shows";
+    std::cerr << "warning: report: " << other_run << "\n";
   }
   const Config cfg = config_for_snapshot(snapshot, config_file, overrides);
   const auto snap = ckpt::read_snapshot(snapshot);
@@ -71,7 +86,8 @@ void predict_samples(const ReportCommand& cmd, const fs::path& config_file,
                             static_cast<int>(best), 1.0 / sum});
   }
   data.samples_source = std::to_string(n) + " test images picked by train.seed, predicted by " +
-                        snapshot.filename().string();
+                        snapshot.filename().string() +
+                        (other_run.empty() ? std::string() : " (warning: " + other_run + ")");
 }
 
 }  // namespace

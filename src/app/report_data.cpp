@@ -50,12 +50,20 @@ ReportData read_run_metrics(const std::filesystem::path& run_dir) {
     data.title =
         std::filesystem::absolute(run_dir).lexically_normal().parent_path().filename().string();
   const auto metrics = run_dir / "metrics.jsonl";
-  std::ifstream in(metrics);
   if (!std::filesystem::is_directory(run_dir))
     throw ConfigError("report: '" + run_dir.string() + "' is not a directory (give a run.dir)");
-  if (!in)
+  std::error_code ec;
+  const auto status = std::filesystem::status(metrics, ec);
+  if (!std::filesystem::exists(status))
     throw DataError("report: no " + metrics.string() +
                     " (is this a run directory? training writes it there)");
+  // A directory (or a FIFO) in its place would read as an empty file: "0 epoch(s)", exit 0.
+  if (!std::filesystem::is_regular_file(status))
+    throw DataError("report: " + metrics.string() + " is not a regular file (" +
+                    (std::filesystem::is_directory(status) ? "a directory" : "a special file") +
+                    "); training writes the run's metrics there");
+  std::ifstream in(metrics);
+  if (!in) throw DataError("report: cannot read " + metrics.string());
   std::map<int, ReportEpoch> by_epoch;  // a resumed run may train an epoch again: the newest wins
   std::string line, confusion_where;
   json last_with_confusion;
@@ -95,6 +103,7 @@ ReportData read_run_metrics(const std::filesystem::path& run_dir) {
       confusion_where = where;
     }
   }
+  if (in.bad()) throw DataError("report: reading " + metrics.string() + " failed");
   for (auto& [epoch, e] : by_epoch) data.epochs.push_back(std::move(e));
   if (!last_with_confusion.is_null() && read_confusion(last_with_confusion, confusion_where, data))
     data.confusion_source =
@@ -109,6 +118,8 @@ ReportData read_run_metrics(const std::filesystem::path& run_dir) {
       run = json();  // run.json is a convenience here: metrics.jsonl is the record
     }
   if (run.is_object()) {
+    if (const auto id = run.find("run_id"); id != run.end() && id->is_string())
+      data.run_id = id->get<std::string>();
     summary << "run " << run.value("run_id", std::string("?")) << ", "
             << run.value("status", std::string("?")) << ", ";
     if (world_size == 0 && run.contains("segments") && run["segments"].is_array() &&

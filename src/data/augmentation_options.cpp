@@ -1,5 +1,5 @@
 // The loaders' Augmentation from data.augment, data.crop_padding, data.train_size,
-// data.eval_resize, data.eval_crop and data.scaled_decode.
+// data.rrc_scale, data.rrc_ratio, data.eval_resize, data.eval_crop and data.scaled_decode.
 #include <string>
 
 #include "ddp/data/options.hpp"
@@ -19,9 +19,21 @@ std::int64_t eval_resize_of(const Options& opt) {
   return opt.eval_resize > 0 ? opt.eval_resize : (eval_crop_of(opt) * 8 + 6) / 7;
 }
 
+std::string range_text(const std::vector<double>& v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "]";
+}
+
 }  // namespace
 
 std::int64_t transform_output_side(const Options& opt) {
+  for (const auto* key : {"scale", "ratio"}) {
+    const auto& r = key[0] == 's' ? opt.rrc_scale : opt.rrc_ratio;
+    if (r.size() != 2 || !(r[0] <= r[1]))
+      throw ConfigError(std::string("data.rrc_") + key + " = " + range_text(r) +
+                        ": give min,max with min <= max (torchvision's " + key + ")");
+  }
   if (opt.train_size == 0) {
     if (opt.eval_crop > 0 || opt.eval_resize > 0)
       throw ConfigError(
@@ -47,6 +59,7 @@ Augmentation train_augmentation(const Options& opt) {
   Augmentation aug;
   aug.out_size = transform_output_side(opt);
   aug.random_resized_crop = aug.out_size > 0;
+  aug.range = {opt.rrc_scale.at(0), opt.rrc_scale.at(1), opt.rrc_ratio.at(0), opt.rrc_ratio.at(1)};
   aug.random_crop = opt.augment && aug.out_size == 0;
   aug.hflip = opt.augment;
   aug.crop_padding = static_cast<int>(opt.crop_padding);

@@ -45,6 +45,9 @@ CropBox random_resized_crop_box(std::int64_t height, std::int64_t width,
   } else if (in_ratio > std::max(range.ratio_min, range.ratio_max)) {
     w = py_round(static_cast<double>(h) * std::max(range.ratio_min, range.ratio_max));
   }
+  // An extreme data.rrc_ratio on a small image would round a side to 0 pixels.
+  h = std::max<std::int64_t>(h, 1);
+  w = std::max<std::int64_t>(w, 1);
   return {(height - h) / 2, (width - w) / 2, h, w};
 }
 

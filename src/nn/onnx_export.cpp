@@ -116,11 +116,17 @@ void add_value_info(onnx::ValueInfoProto& v, const std::string& name,
 
 }  // namespace
 
-std::string export_onnx(const Model& model, const std::string& graph_name) {
+std::string export_onnx(const Model& model, const std::string& graph_name,
+                        const std::vector<std::pair<std::string, std::string>>& metadata) {
   onnx::ModelProto proto;
   proto.set_ir_version(onnx::IR_VERSION);
   proto.set_producer_name("ddp_train");
   proto.set_producer_version(DDP_VERSION_STRING);
+  for (const auto& [key, value] : metadata) {
+    auto* p = proto.add_metadata_props();
+    p->set_key(key);
+    p->set_value(value);
+  }
   auto* opset = proto.add_opset_import();
   opset->set_domain("");
   opset->set_version(kOnnxOpset);

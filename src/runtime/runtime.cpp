@@ -17,6 +17,7 @@
 #include "ddp/runtime/launch_check.hpp"
 #include "ddp/runtime/rank_info.hpp"
 #include "ddp/runtime/singleton.hpp"
+#include "request_wait.hpp"
 
 namespace ddp::runtime {
 namespace {
@@ -32,27 +33,16 @@ struct HostRecord {
 // communicator that names missing ranks (comm::MpiComm) does not exist yet, so this says only
 // what it knows, and ends the job.
 void wait_or_abort(MPI_Request& req, double timeout_s, int rank, int size) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  auto sleep = std::chrono::microseconds(50);
-  for (;;) {
-    int done = 0;
-    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (done) return;
-    if (timeout_s > 0 && Clock::now() - start > std::chrono::duration<double>(timeout_s)) {
-      std::fprintf(stderr,
-                   "ddp_train: error (rank %d of %d): start-up: the exchange of host names (the "
-                   "first collective after MPI_Init) did not complete within %g s "
-                   "(DDP_COMM_TIMEOUT_S, default 300): some rank died or hangs before reaching "
-                   "it; aborting the job\n",
-                   rank, size, timeout_s);
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 1);
-      std::_Exit(1);
-    }
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
-  }
+  if (detail::wait_within(req, timeout_s)) return;
+  std::fprintf(stderr,
+               "ddp_train: error (rank %d of %d): start-up: the exchange of host names (the "
+               "first collective after MPI_Init) did not complete within %g s "
+               "(DDP_COMM_TIMEOUT_S, default 300): some rank died or hangs before reaching "
+               "it; aborting the job\n",
+               rank, size, timeout_s);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
 }
 
 }  // namespace

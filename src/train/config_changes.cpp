@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <charconv>
 #include <set>
 #include <sstream>
 
@@ -12,9 +13,19 @@ namespace {
 
 std::string value_text(const toml::node& node) {
   std::ostringstream out;
-  if (const auto* s = node.as_string())
+  if (const auto* s = node.as_string()) {
     out << '"' << s->get() << '"';  // plain: the quotes only tell strings from numbers
-  else if (const auto* t = node.as_table())
+  } else if (const auto* f = node.as_floating_point()) {
+    // The shortest text that reads back as the same double: "0.1", not "0.10000000000000001".
+    char buf[64];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, f->get());
+    out << (ec == std::errc() ? std::string(buf, end) : std::string("?"));
+  } else if (const auto* list = node.as_array(); list && !list->is_array_of_tables()) {
+    out << "[";
+    for (std::size_t i = 0; i < list->size(); ++i)
+      out << (i ? ", " : "") << value_text(*list->get(i));
+    out << "]";
+  } else if (const auto* t = node.as_table())
     out << toml::toml_formatter(*t, toml::format_flags::none);
   else if (const auto* a = node.as_array())
     out << toml::toml_formatter(*a, toml::format_flags::none);

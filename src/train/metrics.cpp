@@ -7,6 +7,7 @@
 
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/error.hpp"
+#include "ddp/train/run_record.hpp"
 
 namespace ddp::train {
 
@@ -76,12 +77,8 @@ std::string ranks_json(const std::vector<RankSpeed>& ranks) {
 }  // namespace
 
 MetricsLog::MetricsLog(const std::filesystem::path& dir, const std::string& history)
-    : path_(dir / "metrics.jsonl") {
-  ckpt::write_file_atomically(path_, history);
-  out_.open(path_, std::ios::app);
-  if (!out_)
-    throw SystemError("cannot write " + path_.string() + ": check that run.dir is writable");
-}
+    : metrics_(dir / "metrics.jsonl", history),
+      config_(KeptFile::adopt(dir / kResolvedConfigFile)) {}
 
 std::string to_json(const EpochMetrics& m) {
   std::ostringstream out;
@@ -104,9 +101,8 @@ void MetricsLog::write_epoch(const EpochMetrics& m) {
 }
 
 void MetricsLog::append(const std::string& text) {
-  out_ << text;
-  out_.flush();
-  if (!out_) throw SystemError("writing " + path_.string() + " failed (disk full?)");
+  config_.restore_if_gone();
+  metrics_.append(text);
 }
 
 void MetricsLog::write_summary(const EpochMetrics& last, double total_s, std::int64_t world_size,

@@ -44,8 +44,10 @@ std::string describe_record(const RunRecord& r) {
 
 // The run's files move to dir/archive/<name>/: nothing is deleted, and nothing of the old run
 // stays where the new one could mistake it for its own.
+// `what` says whose files they are, for the line that lists them.
 void archive(const fs::path& dir, const std::vector<fs::path>& files, const std::string& name,
-             std::ostream& out) {
+             std::ostream& out,
+             const std::string& what = "run.overwrite: moved the previous run's") {
   fs::path to = dir / "archive" / name;
   for (int i = 2; fs::exists(to); ++i) to = dir / "archive" / (name + "-" + std::to_string(i));
   std::error_code ec;
@@ -57,8 +59,8 @@ void archive(const fs::path& dir, const std::vector<fs::path>& files, const std:
       throw SystemError("cannot move '" + f.string() + "' to '" + to.string() +
                         "': " + ec.message());
   }
-  out << "run.overwrite: moved the previous run's " << files.size() << " file(s) ("
-      << list_names(files) << ") to " << to.string() << "\n";
+  out << what << " " << files.size() << " file(s) (" << list_names(files) << ") to " << to.string()
+      << "\n";
 }
 
 std::int64_t flat_int(const std::map<std::string, std::string>& flat, const std::string& key,
@@ -205,6 +207,33 @@ void archive_later_snapshots(const fs::path& dir, const std::string& run_id,
       out);
 }
 
+// Snapshot files in dir that this run did not write: unreadable ones (which --resume auto skipped)
+// and other runs' (found by their headers). A run never writes over a file that is not its own:
+// they move to the archive before its first snapshot could take one of their names. `keep`: the
+// snapshot the run continues from (and the one it started from), wherever it came from.
+// `every`: a run starting from scratch archives every snapshot file, its own unreadable ones too.
+void archive_foreign_snapshots(const fs::path& dir, const std::string& run_id,
+                               const std::vector<fs::path>& keep, std::ostream& out,
+                               bool every = false) {
+  std::vector<fs::path> foreign;
+  for (const auto& f : run_files(dir)) {
+    const std::string name = f.filename().string();
+    if (name == kRunRecordFile || name == kResolvedConfigFile || name == "metrics.jsonl") continue;
+    if (std::any_of(keep.begin(), keep.end(), [&](const fs::path& k) {
+          std::error_code ec;
+          return fs::equivalent(f, k, ec);
+        }))
+      continue;
+    const auto h = every ? std::nullopt : ckpt::peek_header(f);
+    if (!h || h->run_id != run_id) foreign.push_back(f);
+  }
+  if (foreign.empty()) return;
+  archive(dir, foreign, "not-" + run_id + "-" + new_run_id(), out,
+          "run " + run_id +
+              ": so that none of its snapshots replaces a file it did not write "
+              "(unreadable, or another run's), moved");
+}
+
 // flock on run.dir/.ddp_train.lock, released by the kernel when the process ends however it ends
 // (no stale lock after a kill). The file says who holds it.
 std::shared_ptr<void> lock_run_dir(const fs::path& dir, std::ostream& out) {
@@ -245,17 +274,35 @@ Decision decide(const Setup& cfg, std::int64_t world, std::vector<std::string>& 
                 std::optional<RunRecord>& record, std::ostream& out) {
   const fs::path dir = cfg.run.dir;
   Decision d;
-  record = read_run_record(dir);
-  auto files = run_files(dir);
   const std::string& resume = cfg.train.resume;
+  if (cfg.run.overwrite && !resume.empty())
+    throw ConfigError("run.overwrite starts a new run: it cannot be combined with --resume " +
+                      resume);
+  std::string unreadable_record;
+  try {
+    record = read_run_record(dir);
+  } catch (const DataError& e) {
+    // --run.overwrite must get the user out of a broken run.json whatever it holds (garbage, a
+    // truncated file, wrong types, a directory): it moves to the archive with the rest.
+    if (!cfg.run.overwrite) throw;
+    unreadable_record = e.what();
+  }
+  auto files = run_files(dir);
   if (cfg.run.overwrite) {
-    if (!resume.empty())
-      throw ConfigError("run.overwrite starts a new run: it cannot be combined with --resume " +
-                        resume);
+    // The run's files that are not regular files (a directory named run.json) go too: the new
+    // run could not write its own otherwise.
+    for (const char* name : {kRunRecordFile, kResolvedConfigFile, "metrics.jsonl"}) {
+      std::error_code ec;
+      const auto st = fs::symlink_status(dir / name, ec);
+      if (!ec && fs::exists(st) && !fs::is_regular_file(st)) files.push_back(dir / name);
+    }
     // The outputs of run.tensorboard, run.trace, the rank logs and the model table go with the run
     // they describe.
     for (const char* name : {"tensorboard", "trace", "logs", "trace.json", "model.txt"})
       if (!files.empty() && fs::exists(dir / name)) files.push_back(dir / name);
+    if (!unreadable_record.empty())
+      out << "run.overwrite: run.json cannot be read (" << unreadable_record
+          << "); it is archived with the run's other files\n";
     if (!files.empty())
       archive(dir, files, record ? record->run_id : "unnamed-" + new_run_id(), out);
     record.reset();
@@ -298,6 +345,13 @@ Decision decide(const Setup& cfg, std::int64_t world, std::vector<std::string>& 
       d.run_id = record ? record->run_id : new_run_id();
       out << "resume: no snapshot " << (record ? "of run " + record->run_id + " " : "") << "in "
           << dir.string() << ", starting " << (record ? "it again " : "") << "from scratch\n";
+      // Without run.json the directory's other files (metrics.jsonl, config.toml) are not this
+      // run's either.
+      if (!record && !files.empty())
+        archive(dir, files, "unnamed-" + new_run_id(), out,
+                "resume: a new run starts here; moved the files it did not write,");
+      else
+        archive_foreign_snapshots(dir, d.run_id, {}, out, true);
       return d;
     }
   } else {
@@ -348,6 +402,9 @@ Decision decide(const Setup& cfg, std::int64_t world, std::vector<std::string>& 
   d.snapshot = file->string();
   check_resume(cfg, *file, meta, world, d, changes, out);
   if (record && !origin) archive_later_snapshots(dir, record->run_id, p, out);
+  std::vector<fs::path> keep = {*file};
+  if (record && !origin_of(*record).empty()) keep.emplace_back(origin_of(*record));
+  archive_foreign_snapshots(dir, d.run_id, keep, out);
   return d;
 }
 
@@ -389,7 +446,8 @@ RunStart plan_run_start(const Setup& cfg, comm::Communicator& comm, std::ostream
   // The other ranks learn that rank 0 failed instead of waiting for a decision that never comes.
   if (comm.size() > 1) broadcast_string(comm, message);
   if (error) std::rethrow_exception(error);
-  if (message.empty()) throw Error("rank 0 could not start the run (see its error)");
+  if (message.empty())
+    throw RunStartFailedOnRank0("rank 0 could not start the run (see its error)");
   const Decision d = decode(message);
   start.action = d.action;
   start.run_id = d.run_id;

@@ -12,6 +12,7 @@
 #include "ddp/backend/cpu_backend.hpp"
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/data/loader.hpp"
+#include "ddp/data/transform_description.hpp"
 #include "ddp/error.hpp"
 #include "ddp/nn/memory_estimate.hpp"
 #include "ddp/runtime/runtime.hpp"
@@ -294,7 +295,8 @@ void Trainer::print_banner(std::int64_t segment) {
   out_ << data_line(train_set().size(), test_set().size(), model_->input_shape(),
                     train_set().num_classes(), steps_per_epoch_, plan_,
                     pending_shares_.empty() ? plan_.shares() : pending_shares_);
-  out_ << data_.note << freeze_line(*model_, sync_->buckets());
+  out_ << data_.note << data::describe_transforms(cfg_.data, data_.norm)
+       << freeze_line(*model_, sync_->buckets());
   out_ << "run: " << state_.run_id << ", segment " << segment << ", in " << cfg_.run.dir << "\n";
   out_.flush();
 }

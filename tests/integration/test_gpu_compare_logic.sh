@@ -45,7 +45,7 @@ for m in resnet20 resnet56 resnet18; do
   "$BIN" --config "$SRC/configs/cifar_resnet20.toml" --model.preset "$m" --data.root "$CIFAR" \
     --run-dir "$WORK/run_$m" --data.train_limit 32 --data.test_limit 32 --train.epochs 1 \
     --train.batch_size 32 > "$WORK/$m.log" 2>&1 || { cat "$WORK/$m.log"; fail "ddp_train $m failed"; }
-  ours=$(grep -o 'total trainable parameters: [0-9]*' "$WORK/$m.log" | awk '{ print $4 }')
+  ours=$(grep -o 'total trainable parameters: [0-9]*' "$WORK/run_$m/model.txt" | awk '{ print $4 }')
   theirs=$(awk -v m="$m" '$1 == m { print $2 }' "$WORK/torch_params")
   echo "$m: ddp_train $ours parameters, PyTorch $theirs"
   [ -n "$ours" ] && [ "$ours" = "$theirs" ] || fail "$m: ddp_train has '$ours' parameters, PyTorch '$theirs'"

@@ -51,6 +51,12 @@ for f in "modulefiles/ddp_train/$version.lua" "modulefiles/ddp_train/$version" \
   [ -f "$prefix/$f" ] || fail "not installed: $f"
 done
 ! grep -l '@DDP_' "$prefix/modulefiles/ddp_train/"* || fail "placeholders left in the installed module files"
+# The installed templates are assembled from slurm/parts/ at install time: the same text as the
+# checkout's (test_slurm_templates.sh checks those against the parts), and executable.
+for t in train_1node.sh train_2nodes.sh train_cpu.sh; do
+  cmp "$prefix/share/ddp_train/slurm/$t" "$SRC/slurm/$t" || fail "installed $t differs from slurm/$t"
+  [ -x "$prefix/share/ddp_train/slurm/$t" ] || fail "installed $t is not executable"
+done
 
 cfgs="$prefix/share/ddp_train/configs"
 ! grep -n 'shared/' "$cfgs"/*.toml || fail "an installed config names the repository's development data (../shared/...)"

@@ -4,6 +4,8 @@
 #  - each parses (bash -n) and carries the settings the README promises (warning signal to the batch
 #    shell, requeue, appended log, srun --mpi=pmix, --resume auto, guarded module loads, GPU options);
 #  - the part below "common body" is identical in all three, so a fix in one cannot miss the others;
+#  - they have one source: each is what slurm/parts/assemble.cmake writes (its head in slurm/parts/,
+#    then slurm/parts/job_body.sh), so that an edit of a part cannot go without the templates;
 #  - the signal logic, with stand-ins for srun/scontrol/ddp_train on PATH: SIGUSR1 to the batch shell
 #    reaches the training process, whose exit code 75 makes the template call `scontrol requeue JOBID`
 #    and exit 0; with DDP_REQUEUE=0 it exits 75; a normal end exits 0 without requeue; and a
@@ -25,6 +27,17 @@ for t in train_1node.sh train_2nodes.sh train_cpu.sh; do
   done
   [ -n "$(body "$f")" ] || fail "$t: no common body marker"
   diff <(body "$T/train_2nodes.sh") <(body "$f") > /dev/null || fail "$t: common body differs from train_2nodes.sh"
+done
+# The committed templates (what a checkout submits) are exactly what their one source assembles, and
+# there are no more or fewer of them.
+command -v cmake > /dev/null || fail "cmake not found (it assembles the templates)"
+cmake -DOUT_DIR="$WORK/assembled" -P "$T/parts/assemble.cmake" || fail "slurm/parts/assemble.cmake failed"
+[ "$(cd "$WORK/assembled" && ls)" = "$(printf '%s\n' train_1node.sh train_2nodes.sh train_cpu.sh)" ] ||
+  fail "slurm/parts/ assembles other templates than train_1node.sh train_2nodes.sh train_cpu.sh: $(ls "$WORK/assembled")"
+for t in train_1node.sh train_2nodes.sh train_cpu.sh; do
+  diff -u "$T/$t" "$WORK/assembled/$t" ||
+    fail "slurm/$t is not what slurm/parts/ assembles (diff above): edit slurm/parts/, then run cmake -P slurm/parts/assemble.cmake"
+  [ -x "$T/$t" ] || fail "slurm/$t is not executable"
 done
 for t in train_1node.sh train_2nodes.sh; do
   grep -q '^#SBATCH --gpus-per-task=1$' "$T/$t" || fail "$t: no --gpus-per-task=1"
@@ -135,4 +148,4 @@ grep -qF "run dir $WORK/cfgarg/from_args (--run-dir in DDP_ARGS)" "$WORK/cfgarg/
 run_case cfgenv none DDP_RUN_DIR="$WORK/elsewhere" DDP_ARGS="--run.dir from_args" > /dev/null
 grep -q -- "--run-dir $WORK/elsewhere " "$WORK/cfgenv/trainer.args" || fail "DDP_RUN_DIR was not used"
 grep -qF "run dir $WORK/elsewhere (DDP_RUN_DIR)" "$WORK/cfgenv/log" || { cat "$WORK/cfgenv/log"; fail "DDP_RUN_DIR not printed"; }
-pass "templates parse, share one body, forward SIGUSR1, requeue on 75 only, say what happened; run dir by DDP_RUN_DIR > DDP_ARGS > config > job"
+pass "templates parse, are assembled from slurm/parts/, share one body, forward SIGUSR1, requeue on 75 only, say what happened; run dir by DDP_RUN_DIR > DDP_ARGS > config > job"

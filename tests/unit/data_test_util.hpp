@@ -44,6 +44,11 @@ inline void write_file(const std::filesystem::path& p, const Bytes& bytes) {
   if (!f) throw std::runtime_error("cannot write " + p.string());
 }
 
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
 inline Bytes read_file(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);
   return Bytes(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());

@@ -43,6 +43,15 @@ Config load_config(const std::filesystem::path& path, const Overrides& overrides
 Config load_config_text(const std::string& toml_text, const std::string& origin,
                         const Overrides& overrides);
 
+// For `doctor`, which reports a configuration error as one of its checks and goes on with the
+// others: the configuration load_config gives, or, when that fails, its message in `problem` and
+// the keys as far as they could be read (the file and overrides without the model and the checks
+// across keys; defaults when even that fails). Its resolved_toml holds the keys as given, the
+// model not resolved (what the ranks compare: resolving reads the dataset, which may differ from
+// host to host). Never throws a ddp::Error.
+Config load_config_for_doctor(const std::filesystem::path& path, const Overrides& overrides,
+                              std::string& problem);
+
 // The options `cfg` asks of its preset (nn/presets.hpp): its model.* keys, its dataset's image
 // size and classes.
 nn::PresetOptions preset_options(const Config& cfg);

@@ -26,6 +26,7 @@ struct ReportSample {
 
 struct ReportData {
   std::string title;    // the run directory's name
+  std::string run_id;   // run.json's ("" when unknown)
   std::string summary;  // one line: run id, status, epochs, world size
   std::vector<ReportEpoch> epochs;
   std::vector<std::string> classes;

@@ -143,7 +143,10 @@ std::vector<std::filesystem::path> prune(const std::filesystem::path& dir, int k
 
 // Writes `bytes` to `file` atomically (temporary file, fsync, rename, fsync of the directory), as
 // snapshots are: a reader sees the old content or the new, never a mix. Throws SystemError naming
-// the file and the reason (ENOSPC, ...), leaving the old file intact and no temporary file.
+// the file and the reason (ENOSPC, ...), leaving the old file intact and no temporary file. Only a
+// new name or a regular file is replaced (keeping its permissions; through a symbolic link, the
+// link's target): a device node, a FIFO or /dev/stdout is written into as it is, never replaced,
+// and a directory or socket is refused. Every output path of the subcommands comes here.
 void write_file_atomically(const std::filesystem::path& file, const std::string& bytes);
 
 // Removes temporary files a killed writer left behind (".snapshot_*.h5.tmp.<pid>"); returns how

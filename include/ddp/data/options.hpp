@@ -18,8 +18,15 @@ struct Options {
   std::string normalize = "config";
   std::vector<double> mean = {0.5};  // one value (all channels) or one per channel
   std::vector<double> std = {0.5};
-  bool augment = false;  // random crop (zero padding crop_padding) + horizontal flip
+  // Training augmentation: random crop (zero padding crop_padding) + horizontal flip; with
+  // train_size, RandomResizedCrop(train_size, rrc_scale, rrc_ratio) + horizontal flip (and
+  // crop_padding is not used).
+  bool augment = false;
   std::int64_t crop_padding = 4;
+  // RandomResizedCrop's ranges (torchvision's defaults): the fraction of the image's area a crop
+  // covers, and its aspect ratio (width / height).
+  std::vector<double> rrc_scale = {0.08, 1.0};
+  std::vector<double> rrc_ratio = {3.0 / 4.0, 4.0 / 3.0};
   // Large-image transforms (0 = off: images keep the dataset's size). With train_size, training
   // takes torchvision's RandomResizedCrop(train_size) + flip (with data.augment; without it,
   // training takes the evaluation transform) and evaluation Resize(eval_resize) +

@@ -3,11 +3,11 @@
 // terminal, and metrics.jsonl in the run directory (rank 0 only).
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "ddp/train/confusion.hpp"
+#include "ddp/train/kept_file.hpp"
 #include "ddp/train/rank_speed.hpp"
 
 namespace ddp::train {
@@ -54,6 +54,9 @@ class MetricsLog {
   // Replaces dir/metrics.jsonl atomically with `history` (the rows a resumed snapshot carries,
   // already JSON and newline-terminated; "" for a new run), then appends to it. Rows written after
   // that snapshot by a segment that did not finish are dropped: their epochs are trained again.
+  // Each write first checks that metrics.jsonl and dir/config.toml (as it is now, written at the
+  // start of the segment) are still there, and writes them again whole if they were deleted or
+  // replaced (kept_file.hpp).
   MetricsLog(const std::filesystem::path& dir, const std::string& history);
   void write_epoch(const EpochMetrics& m);
   // The closing summary object: {"summary": true, ...}. total_s: the run's training and
@@ -63,8 +66,8 @@ class MetricsLog {
 
  private:
   void append(const std::string& text);
-  std::filesystem::path path_;
-  std::ofstream out_;
+  KeptFile metrics_;
+  KeptFile config_;
 };
 
 // A one-line progress bar redrawn with '\r' when stdout is a terminal; silent otherwise.

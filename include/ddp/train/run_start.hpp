@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ddp/comm/communicator.hpp"
+#include "ddp/error.hpp"
 #include "ddp/train/options.hpp"
 #include "ddp/train/run_record.hpp"
 
@@ -33,10 +34,17 @@ struct RunStart {
   std::shared_ptr<void> lock;
 };
 
+// Thrown by plan_run_start on the ranks other than 0 when rank 0 could not start the run (rank 0
+// throws its own error, which says why): every rank knows, so the job can end without MPI_Abort.
+class RunStartFailedOnRank0 : public Error {
+ public:
+  using Error::Error;
+};
+
 // Collective over comm. Rank 0 reads run.dir (run.json, the snapshots) and decides; an error
 // there (another run's files without --resume auto / --run.overwrite, a forbidden change, an
 // unreadable snapshot named with --resume) is thrown on rank 0 and reported on the others as
-// "rank 0 could not start the run". Prints its decisions to `out`.
+// "rank 0 could not start the run" (RunStartFailedOnRank0). Prints its decisions to `out`.
 RunStart plan_run_start(const Setup& cfg, comm::Communicator& comm, std::ostream& out);
 
 // The files of a run in dir (run.json, config.toml, metrics.jsonl, snapshot_*.h5), sorted.
