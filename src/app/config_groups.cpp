@@ -71,16 +71,15 @@ std::vector<optim::GroupOptions> parse_groups(const toml::node& node, const std:
   return out;
 }
 
-toml::array groups_to_toml(const std::vector<optim::GroupOptions>& groups,
-                           const std::function<double(double)>& track) {
+toml::array groups_to_toml(const std::vector<optim::GroupOptions>& groups) {
   toml::array out;
   for (const auto& g : groups) {
     toml::table t;
     toml::array match;
     for (const auto& p : g.match) match.push_back(p);
     t.insert("match", std::move(match));
-    t.insert("lr_mult", track(g.lr_mult));
-    if (g.weight_decay) t.insert("weight_decay", track(*g.weight_decay));
+    t.insert("lr_mult", g.lr_mult);
+    if (g.weight_decay) t.insert("weight_decay", *g.weight_decay);
     out.push_back(std::move(t));
   }
   return out;

@@ -141,8 +141,7 @@ std::string to_toml(const Config& cfg) {
   }
   root.get_as<toml::table>("model")->insert("layers", std::move(layers));
   if (!cfg.optim.groups.empty())
-    root.get_as<toml::table>("optim")->insert(
-        "groups", groups_to_toml(cfg.optim.groups, [&](double v) { return track(v); }));
+    root.get_as<toml::table>("optim")->insert("groups", groups_to_toml(cfg.optim.groups));
 
   std::ostringstream out;
   out << "# ddp_train: the resolved configuration (every key, defaults included).\n\n";

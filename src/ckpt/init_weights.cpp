@@ -13,8 +13,15 @@
 namespace ddp::ckpt {
 namespace {
 
+// Shapes as torch prints them ([5, 512]), as the import script names them: the names are torch's.
+std::string torch_shape(const std::vector<std::int64_t>& dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
 std::string with_shape(const std::string& name, const std::vector<std::int64_t>& dims) {
-  return name + " " + Shape(dims).str();
+  return name + " " + torch_shape(dims);
 }
 
 std::string join(const std::vector<std::string>& items) {
@@ -69,8 +76,8 @@ InitReport init_from(const Snapshot& s, nn::Model& model) {
     else if (e.tensor->layer == head)
       head_differs = true;
     else
-      problems.push_back(e.name + ": the file has " + Shape(*it->second).str() +
-                         ", the model needs " + Shape(dims).str());
+      problems.push_back(e.name + ": the file has " + torch_shape(*it->second) +
+                         ", the model needs " + torch_shape(dims));
   }
   for (const auto& [name, dims] : s.shapes)
     if (!in_model.count(name)) problems.push_back("not in the model: " + with_shape(name, dims));

@@ -32,7 +32,7 @@ TEST_F(ConfigGroups, GroupsAreReadInOrderAndRoundTrip) {
   EXPECT_DOUBLE_EQ(again.optim.groups[1].lr_mult, 2.5);
   EXPECT_FALSE(again.optim.groups[1].weight_decay);
   // No groups: nothing written (the resolved configuration of runs without them is unchanged).
-  EXPECT_EQ(load_config(write(kBase, "plain.toml"), {}).resolved_toml.find("groups"),
+  EXPECT_EQ(load_config(write(kBase, "plain.toml"), {}).resolved_toml.find("optim.groups"),
             std::string::npos);
 }
 

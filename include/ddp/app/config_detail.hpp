@@ -4,7 +4,6 @@
 #include <toml++/toml.h>
 
 #include <cstddef>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,9 +58,8 @@ std::vector<nn::LayerSpec> parse_layers(const toml::node& node, const std::strin
 
 // Reads `[[optim.groups]]` (node = the value of optim.groups); `file` prefixes messages.
 std::vector<optim::GroupOptions> parse_groups(const toml::node& node, const std::string& file);
-// The groups as the resolved configuration writes them (`track` sees every float written).
-toml::array groups_to_toml(const std::vector<optim::GroupOptions>& groups,
-                           const std::function<double(double)>& track);
+// The groups as the resolved configuration writes them.
+toml::array groups_to_toml(const std::vector<optim::GroupOptions>& groups);
 
 // The full configuration (every schema key and the layer list) as TOML text that load_config reads
 // back to the same Config.
