@@ -81,7 +81,7 @@ expect_error "a shape outside the head" \
   "layer2.0.conv1.weight: the file has \[128, 64, 1, 1\], resnet18 needs \[128, 64, 3, 3\]" "$WORK/shape.pth" --preset resnet18
 expect_error "a missing num_batches_tracked" "missing from the file: layer3.1.bn2.num_batches_tracked \[\]" \
   "$WORK/tracked.pth" --preset resnet18
-expect_error "a value not finite" "layer4.1.conv2.weight: 1 of 589824 values are not finite" "$WORK/nan.pth" --preset resnet18
+expect_error "a value not finite" "layer4.1.conv2.weight: 1 of 2359296 values are not finite" "$WORK/nan.pth" --preset resnet18
 expect_error "a stem that contradicts conv1" "the file's conv1.weight is \[64, 3, 3, 3\], a 3x3 first convolution: the cifar stem" \
   "$WORK/resnet18.pth" --preset resnet18 --stem imagenet
 echo "not a torch file" > "$WORK/text.pth"

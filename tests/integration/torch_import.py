@@ -44,6 +44,8 @@ def save(preset, classes, stem, root, out):
             if isinstance(m, torch.nn.BatchNorm2d):
                 m.weight.uniform_(0.5, 1.5)
                 m.bias.uniform_(-0.2, 0.2)
+            elif isinstance(m, torch.nn.Linear):  # torchvision's mobilenet_v2 head: N(0, 0.01),
+                m.weight.uniform_(-0.1, 0.1)  # logits of ~0.05; these give logits of a few units
     # Running statistics of real images, as a trained model has (and num_batches_tracked > 0).
     model.train()
     images = cifar_train_images(root, 192)
