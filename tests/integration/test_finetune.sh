@@ -60,13 +60,14 @@ grep -q "^init: 100 tensors loaded from weights/resnet18.h5 (weights imported fr
   { cat runA.log; fail "run A: no start-up line naming the re-initialised head"; }
 grep "^init:" runA.log
 # fc.weight 5 x 512 = 2560 floats, fc.bias 5 floats padded to 16: 2576 travel, nothing frozen does.
-grep -q "^freeze: 60 of 62 parameter tensors frozen (11168256 values; 20 batch norms in eval mode); 2565 values train; all-reduced per step: 2576 floats in 1 bucket (of " runA.log ||
+grep -q "^freeze: 60 of 62 parameter tensors frozen (11168832 values; 20 batch norms in eval mode); 2565 values train; all-reduced per step: 2576 floats in 1 bucket (of " runA.log ||
   { cat runA.log; fail "run A: the freeze line does not say that only fc's gradients travel"; }
 grep "^freeze:" runA.log
 "$PY" "$HELP" same weights/resnet18.h5 runA/snapshot_e0001.h5 fc. ||
   fail "run A: a frozen tensor changed (or the head did not)"
 grep -q "\"init_from\": \"weights/resnet18.h5\"" runA/run.json || { cat runA/run.json; fail "run.json does not record init_from"; }
-"$BIN" inspect runA/snapshot_e0001.h5 | grep -q '/meta/init_from *"weights/resnet18.h5"' || fail "the snapshot does not record init_from"
+"$BIN" inspect runA/snapshot_e0001.h5 > inspect.log || fail "inspect of run A's snapshot failed"
+grep -q '/meta/init_from *"weights/resnet18.h5"' inspect.log || { cat inspect.log; fail "the snapshot does not record init_from"; }
 
 # --- run B: from run A's snapshot (5 classes: every tensor loaded), 2 epochs, fc at 10x lr ---
 mpirun_local -np 2 "$BIN" --config "$SRC/configs/finetune_resnet18.toml" "${SMALL[@]}" --train.epochs 2 \
@@ -80,14 +81,14 @@ grep -q "^init: 102 tensors loaded from runA/snapshot_e0001.h5 (a ddp_train snap
   fail "run B: after 2 epochs a frozen tensor is not the import's"
 
 # --- run C: run B's first snapshot resumed for the second epoch: run B's weights, bitwise ---
-mkdir runC && cp runB/run.json runB/config.toml runB/snapshot_e0001.h5 runC/
-cp runB/metrics.jsonl runC/ 2> /dev/null || true
 mpirun_local -np 2 "$BIN" --config "$SRC/configs/finetune_resnet18.toml" "${SMALL[@]}" --train.epochs 2 \
-  --train.save_every 1 --train.init runA/snapshot_e0001.h5 --run-dir runC --resume auto > runC.log 2>&1 ||
-  { cat runC.log; fail "run C (resuming a run with frozen parameters) failed"; }
+  --train.save_every 1 --train.init runA/snapshot_e0001.h5 --run-dir runC --train.resume runB/snapshot_e0001.h5 \
+  > runC.log 2>&1 || { cat runC.log; fail "run C (resuming a run with frozen parameters) failed"; }
 grep -q "^init:" runC.log && fail "run C: a resume loaded train.init"
 [ "$(max_rel_diff runB/snapshot_e0002.h5 runC/snapshot_e0002.h5)" = 0 ] ||
   { "$BIN" diff runB/snapshot_e0002.h5 runC/snapshot_e0002.h5; fail "run C: the resumed run's weights differ from run B's"; }
+"$BIN" inspect runC/snapshot_e0002.h5 > inspect.log || fail "inspect of run C's snapshot failed"
+grep -q '/meta/init_from *"runA/snapshot_e0001.h5"' inspect.log || { cat inspect.log; fail "run C: the resumed run lost init_from"; }
 echo "run C: resumed from epoch 1, the same weights as run B bitwise"
 
 # --- the fine-tuned model: eval and export ---
