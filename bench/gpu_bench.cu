@@ -6,10 +6,16 @@
 //
 //   gpu_bench [--model NAME[,NAME...]|all] [--batch 256] [--image 32] [--classes N] [--steps 0]
 //             [--seconds 3] [--warmup 20] [--rounds 1] [--rewarm 3] [--gate] [--bucket-mb 4]
-//             [--first-bucket-mb 1] [--no-upload] [--tf32] [--find] [--precision fp32|bf16]
-//             [--csv] [--json] [--profile] [--profile-steps 10]
+//             [--first-bucket-mb 1] [--no-upload] [--tf32] [--algos timed|heuristic]
+//             [--bn own|cudnn] [--precision fp32|bf16] [--csv] [--json] [--profile]
+//             [--profile-steps 10]
 //   mpirun -np 4 gpu_bench ...        (one rank per GPU; the ranks of a node take its GPUs in
 //   order)
+//
+// The defaults are the trainer's (CudaOptions' defaults): cuDNN algorithms timed once per shape,
+// the fastest deterministic one taken; batch norm on the backend's own kernels. --algos heuristic
+// (cuDNN's heuristics, deterministic first) and --bn cudnn bring back the choices measured in the
+// 2026-11-28 baseline, for A/B runs; --find is --algos timed.
 //
 // Exits 77 (ctest's "skipped") with the reason when no usable GPU is found.
 //
@@ -47,12 +53,12 @@
 #include <vector>
 
 #include "ddp/app/compute.hpp"
-#include "ddp/nn/presets.hpp"
 #include "ddp/backend/cuda_backend.hpp"
 #include "ddp/backend/device_assign.hpp"
 #include "ddp/comm/nccl_comm.hpp"
 #include "ddp/error.hpp"
 #include "ddp/nn/model.hpp"
+#include "ddp/nn/presets.hpp"
 #include "ddp/optim/optimizer.hpp"
 #include "ddp/rng.hpp"
 #include "ddp/runtime/rank_info.hpp"
@@ -100,7 +106,8 @@ struct Options {
   double bucket_mb = 4.0, first_bucket_mb = 1.0;
   bool upload = true;
   bool tf32 = false;
-  bool find = false;
+  std::string algos = "timed";  // cuDNN convolution algorithms: timed | heuristic
+  std::string bn = "own";       // batch norm: own kernels | cudnn
   bool csv = false;
   bool json = false;
   bool profile = false;
@@ -114,8 +121,9 @@ struct Options {
   std::fprintf(stderr,
                "gpu_bench: %s\nusage: gpu_bench [--model %s[,...]|all] [--batch N] [--image PX] "
                "[--classes N] [--steps N] [--seconds S] [--warmup N] [--rounds N] [--rewarm N] "
-               "[--gate] [--bucket-mb M] [--first-bucket-mb M] [--no-upload] [--tf32] [--find] "
-               "[--precision fp32|bf16] [--csv] [--json] [--profile] [--profile-steps N]\n",
+               "[--gate] [--bucket-mb M] [--first-bucket-mb M] [--no-upload] [--tf32] "
+               "[--algos timed|heuristic] [--bn own|cudnn] [--precision fp32|bf16] [--csv] "
+               "[--json] [--profile] [--profile-steps N]\n",
                why, names.c_str());
   int initialised = 0;
   MPI_Initialized(&initialised);
@@ -172,7 +180,15 @@ Options parse(int argc, char** argv) {
     } else if (a == "--tf32") {
       o.tf32 = true;
     } else if (a == "--find") {
-      o.find = true;
+      o.algos = "timed";
+    } else if (a == "--algos") {
+      o.algos = value();
+      if (o.algos != "timed" && o.algos != "heuristic")
+        usage(("unknown --algos " + o.algos + " (timed or heuristic)").c_str());
+    } else if (a == "--bn") {
+      o.bn = value();
+      if (o.bn != "own" && o.bn != "cudnn")
+        usage(("unknown --bn " + o.bn + " (own or cudnn)").c_str());
     } else if (a == "--precision") {
       // fp16 would need the trainer's loss scaling, which this step leaves out.
       o.precision = value();
@@ -595,7 +611,8 @@ int run(int argc, char** argv) {
 
   ddp::backend::CudaOptions copt;
   copt.allow_tf32 = o.tf32;
-  copt.benchmark = o.find;
+  copt.benchmark = o.algos == "timed";
+  copt.cudnn_batch_norm = o.bn == "cudnn";
   copt.precision =
       o.precision == "bf16" ? ddp::backend::Precision::bf16 : ddp::backend::Precision::fp32;
   auto be = ddp::backend::make_cuda_backend(device, copt);
@@ -603,20 +620,22 @@ int run(int argc, char** argv) {
   if (size > 1) comm = ddp::comm::make_nccl_comm(MPI_COMM_WORLD, device, be->compute_stream());
 
   const std::string versions = ddp::backend::cuda_versions();
-  const char* algorithms = o.find ? "timing (cudnnFind)" : "heuristics (_v7), deterministic first";
+  const char* algorithms = o.algos == "timed" ? "timing (cudnnFind), fastest deterministic"
+                                              : "heuristics (_v7), deterministic first";
+  const char* batch_norm = o.bn == "cudnn" ? "cuDNN" : "own kernels";
   if (rank == 0) {
     std::printf("gpu_bench: %d rank(s); rank 0 on %s (%s), %s\n", size, be->name().c_str(),
                 info.pci_bus_id.c_str(), versions.c_str());
     std::printf(
         "  batch %lld per rank (global %lld), %lldx%lld inputs, %lld classes, SGD momentum 0.9 "
         "Nesterov weight decay 5e-4, %s, buckets %.1f MiB (first %.1f MiB), uploads %s, TF32 %s, "
-        "precision %s, algorithms by %s\n",
+        "precision %s, algorithms by %s, batch norm %s\n",
         static_cast<long long>(o.batch), static_cast<long long>(o.batch * size),
         static_cast<long long>(o.image), static_cast<long long>(o.image),
         static_cast<long long>(o.classes),
         size > 1 ? "NCCL all-reduce" : "no communication (1 rank)", o.bucket_mb, o.first_bucket_mb,
         o.upload ? "double-buffered" : "off (batches resident)", o.tf32 ? "on" : "off",
-        o.precision.c_str(), algorithms);
+        o.precision.c_str(), algorithms, batch_norm);
     std::printf("  %-12s %5s %6s %6s %9s %11s %13s %11s %9s %s\n", "model", "ranks", "batch",
                 "steps", "ms/step", "compute ms", "comm wait ms", "images/s", "GFLOP/s", "loss");
     std::fflush(stdout);
@@ -647,15 +666,17 @@ int run(int argc, char** argv) {
       if (o.json)
         std::printf(
             "{\"event\": \"run\", \"side\": \"ours\", \"model\": %s, \"precision\": %s, "
-            "\"tf32\": %s, \"algorithms\": %s, \"batch\": %lld, \"image\": %lld, \"classes\": "
+            "\"tf32\": %s, \"algorithms\": %s, \"batch_norm\": %s, \"batch\": %lld, \"image\": "
+            "%lld, \"classes\": "
             "%lld, \"ranks\": %d, \"round\": %d, \"steps\": %d, \"seconds\": %.6f, "
             "\"ms_per_step\": %.6f, \"images_per_s\": %.3f, \"compute_ms\": %.6f, \"comm_ms\": "
             "%.6f, \"loss_first\": %.6f, \"loss_last\": %.6f, \"params\": %lld, \"gpu\": %s, "
             "\"versions\": %s}\n",
             json_string(m).c_str(), json_string(o.precision).c_str(), o.tf32 ? "true" : "false",
-            json_string(algorithms).c_str(), static_cast<long long>(o.batch),
-            static_cast<long long>(o.image), static_cast<long long>(o.classes), size, round,
-            r.steps, r.wall_s, ms, images, r.compute_ms, r.comm_ms, r.loss_first, r.loss_last,
+            json_string(algorithms).c_str(), json_string(batch_norm).c_str(),
+            static_cast<long long>(o.batch), static_cast<long long>(o.image),
+            static_cast<long long>(o.classes), size, round, r.steps, r.wall_s, ms, images,
+            r.compute_ms, r.comm_ms, r.loss_first, r.loss_last,
             static_cast<long long>(bench.net().num_parameters()), json_string(be->name()).c_str(),
             json_string(versions).c_str());
       std::fflush(stdout);

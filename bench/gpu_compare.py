@@ -5,7 +5,9 @@ PyTorch (bench/torch_gpu_step.py --serve) on the same GPU, interleaved, within a
 Per row (model, precision) both sides start as processes of their own and warm up; then each
 round measures ddp_train, PyTorch eager and (when compiled) torch.compile one after the other,
 about --seconds each, while the other processes wait on their standard input, so the GPU runs
-one side at a time. Every answer is appended to RAW (out/raw.jsonl) as it comes; the table
+one side at a time. With --ours-variant NAME:"gpu_bench args" (repeatable) ddp_train runs as
+several variants, a gpu_bench process each, measured in the same rounds (NAME1, NAME2, ...,
+eager, compiled): a before/after A/B beside PyTorch in one run. Every answer is appended to RAW (out/raw.jsonl) as it comes; the table
 (out/table.md, gpu_compare_table.py) is made from RAW at the end, also after a failure.
 
 The budget, in this order:
@@ -21,7 +23,9 @@ import argparse
 import datetime
 import json
 import os
+import re
 import select
+import shlex
 import signal
 import socket
 import subprocess
@@ -209,7 +213,8 @@ class Run:
         """--seconds auto: timed seconds per measurement that end phase 1 at about half the
         budget, given how long the rows so far took to start."""
         per_row = (0.5 * self.args.budget - (time.monotonic() - self.t0)) / max(rows_left, 1)
-        return min(2.0, max(0.25, (per_row - self.setup_s()) / (2 * self.args.rounds) - PER_RUN_S))
+        return min(2.0, max(0.25, (per_row - self.setup_s()) / (self.sides(1) * self.args.rounds)
+                            - PER_RUN_S))
 
     # --- records ----------------------------------------------------------------------------
     def record(self, obj):
@@ -224,7 +229,8 @@ class Run:
         print(f"gpu_compare: {row[0] + ' ' + row[3] + ': ' if row else ''}{text}", flush=True)
 
     # --- the two sides ----------------------------------------------------------------------
-    def start_ours(self, row):
+    def start_ours(self, row, variant):
+        """gpu_bench for `row` as `variant` (name, extra arguments)."""
         model, image, batch, precision = row
         a = self.args
         argv = [a.gpu_bench, "--model", model, "--batch", str(batch), "--image", str(image),
@@ -235,7 +241,8 @@ class Run:
             argv.append("--tf32")
         if a.ours_find:
             argv.append("--find")
-        return Child("ours", argv, self.bench_env, self.log)
+        argv += variant[1]
+        return Child(variant[0], argv, self.bench_env, self.log)
 
     def start_peer(self, row):
         model, image, batch, precision = row
@@ -263,7 +270,7 @@ class Run:
         """Compiles with the first mode that finishes in time; returns (peer, mode or None)."""
         model, _, _, precision = row
         for mode in modes:
-            keep = self.rounds_s(3) + 5 + (self.setup_s() if peer is None else 0)
+            keep = self.rounds_s(self.sides(2)) + 5 + (self.setup_s() if peer is None else 0)
             limit = min(self.args.compile_cap, self.left() - keep)
             base = {"kind": "compile", "model": model, "precision": precision, "mode": mode}
             if mode in self.too_slow:
@@ -301,14 +308,17 @@ class Run:
         """One row's rounds; phase "eager" (ours, eager) or "compile" (ours, eager, compiled)."""
         model, _, _, precision = row
         a = self.args
-        ours = peer = None
+        ours = {}  # variant name -> its gpu_bench
+        peer = None
         try:
             t = time.monotonic()
-            ours = self.start_ours(row)
+            for v in a.variants:
+                ours[v[0]] = self.start_ours(row, v)
             peer, _ = self.start_peer(row)
-            ours.expect({"ready"}, self.wait_s(240))
+            for child in ours.values():
+                child.expect({"ready"}, self.wait_s(240))
             self.setup_times.append(time.monotonic() - t)
-            sides = ["ours", "eager"]
+            sides = list(ours) + ["eager"]
             if phase == "compile":
                 peer, mode = self.compile(row, peer, self.compile_modes())
                 if mode is None:
@@ -317,22 +327,26 @@ class Run:
             for r in range(a.rounds):
                 for side in sides:
                     want = self.seconds * 4 + 120
-                    if side == "ours":
+                    extra = {}
+                    if side in ours:
                         if r > 0:
-                            ours.expect({"ready"}, self.wait_s(60))
-                        ours.send("go")
-                        res = ours.expect({"run"}, self.wait_s(want))
+                            ours[side].expect({"ready"}, self.wait_s(60))
+                        ours[side].send("go")
+                        res = ours[side].expect({"run"}, self.wait_s(want))
+                        if a.named_variants:
+                            extra = {"variant": side}
                     else:
                         peer.send(f"run {side} {self.seconds:.3g} {r}")
                         res = peer.expect({"run"}, self.wait_s(want))
                     self.record({"kind": "run", "image": row[1], "batch": row[2], **res,
-                                 "side": side, "phase": phase,
-                                 "model": model, "precision": precision, "round": r})
+                                 "side": "ours" if side in ours else side, **extra,
+                                 "phase": phase, "model": model, "precision": precision,
+                                 "round": r})
                     print(f"gpu_compare: {model:12s} {precision} {phase:7s} round {r} "
                           f"{side:8s} {res['images_per_s']:12.1f} images/s", flush=True)
             return True
         except ChildError as e:
-            if ours is not None and ours.proc.poll() == 77:
+            if any(c.proc.poll() == 77 for c in ours.values()):
                 self.no_gpu = "gpu_bench found no usable GPU (exit code 77); see the log"
                 return False
             self.failed.add(row)
@@ -343,7 +357,7 @@ class Run:
             self.note(f"stopped ({phase} phase): {e}", row)
             return False
         finally:
-            for child in (ours, peer):
+            for child in list(ours.values()) + [peer]:
                 if child is None:
                     continue
                 if self.terminated:
@@ -357,7 +371,11 @@ class Run:
             modes.append(self.args.compile_fallback)
         return modes
 
-    def profile(self, row):
+    def sides(self, peers):
+        """How many sides a round measures: every variant of ddp_train and `peers` others."""
+        return len(self.args.variants) + peers
+
+    def profile(self, row, variant):
         model, image, batch, precision = row
         argv = [self.args.gpu_bench, "--model", model, "--batch", str(batch), "--image",
                 str(image), "--classes", str(classes_of(image)), "--precision", precision,
@@ -365,6 +383,9 @@ class Run:
                 "--profile-steps", "10"]
         if precision == "fp32":
             argv.append("--tf32")
+        if self.args.ours_find:
+            argv.append("--find")
+        argv += variant[1]
         self.log.write(f"[profile] $ {' '.join(argv)}\n")
         try:
             p = subprocess.run(argv, env=self.bench_env, capture_output=True, text=True,
@@ -402,7 +423,9 @@ def header(args, rows):
             .strftime("%Y-%m-%d %H:%M UTC"), "host": socket.gethostname(),
             "source": source or "unknown", "budget": args.budget, "rounds": args.rounds,
             "seconds": args.seconds, "compile_mode": args.compile_mode,
-            "compile_fallback": args.compile_fallback, "rows": [list(r) for r in rows], **smi}
+            "compile_fallback": args.compile_fallback, "rows": [list(r) for r in rows],
+            **({"variants": [[n, shlex.join(v)] for n, v in args.variants]}
+               if args.named_variants else {}), **smi}
 
 
 def parse(argv):
@@ -424,7 +447,12 @@ def parse(argv):
     p.add_argument("--profile", default="resnet20:bf16,resnet50:bf16",
                    help="MODEL:PRECISION,... profiled with gpu_bench --profile; none: no profile")
     p.add_argument("--ours-find", action="store_true",
-                   help="ddp_train chooses cuDNN algorithms by timing (gpu_bench --find)")
+                   help="ddp_train chooses cuDNN algorithms by timing (gpu_bench --find; its "
+                        "default now)")
+    p.add_argument("--ours-variant", action="append", default=[], metavar='NAME:"ARGS"',
+                   help="ddp_train as a variant NAME with these extra gpu_bench arguments, "
+                        "separated by spaces or commas (repeatable; each measured in the same "
+                        "rounds), e.g. before:--bn,cudnn,--algos,heuristic after:")
     p.add_argument("--python", default=sys.executable, help="the Python with PyTorch")
     p.add_argument("--device", default="cuda", help="PyTorch's device (cpu: the self-test)")
     p.add_argument("--tiny", action="store_true", help="PyTorch side: torch_gpu_step.py --tiny")
@@ -440,6 +468,21 @@ def parse(argv):
         if x not in ("fp32", "bf16"):
             p.error(f"unknown precision {x!r} (fp32, bf16)")
     rows = [(m, known[m][1], known[m][2], x) for x in precisions for m in models]
+    args.variants, args.named_variants = [("ours", [])], bool(args.ours_variant)
+    if args.ours_variant:
+        args.variants = []
+        for item in args.ours_variant:
+            name, sep, rest = item.partition(":")
+            if not sep or not re.fullmatch(r"[A-Za-z0-9_.+-]+", name) or \
+                    name in ("eager", "compiled") or name in [v[0] for v in args.variants]:
+                p.error(f"--ours-variant {item!r}: expected NAME:ARGS with a new NAME of "
+                        f"letters, digits and _.+- (not eager or compiled)")
+            try:
+                # Commas separate arguments too: gpu_check.sh --compare-args splits on spaces
+                # only (gpu_bench's own arguments here have no commas).
+                args.variants.append((name, shlex.split(rest.replace(",", " "))))
+            except ValueError as e:
+                p.error(f"--ours-variant {item!r}: {e}")
     if args.seconds != "auto":
         args.seconds = float(args.seconds)
     if args.rounds < 1 or args.budget <= 0 or (args.seconds != "auto" and args.seconds <= 0):
@@ -477,7 +520,7 @@ def main(argv=None):
             run.seconds = run.adapt_seconds(len(rows) - i) if args.seconds == "auto" else \
                 args.seconds
             run.row_seconds[row] = run.seconds
-            need = run.setup_s() + run.rounds_s(2)
+            need = run.setup_s() + run.rounds_s(run.sides(1))
             if run.left() < need:
                 run.note(f"not measured: time budget ({max(run.left(), 0):.0f} s left, about "
                          f"{need:.0f} s needed)", row)
@@ -488,8 +531,9 @@ def main(argv=None):
                 break
         if not run.no_gpu:
             for row in profiles:  # 2. where ddp_train's time goes
-                if run.left() > 15:
-                    run.profile(row)
+                for variant in args.variants:
+                    if run.left() > 15:
+                        run.profile(row, variant)
             peers = [r for r in gpu_compare_table.load(run.raw_path) if r.get("kind") == "peer"]
             if compile_ok and not peers:
                 run.note("torch.compile: not tried, PyTorch did not start for any row (log.txt)")
@@ -505,7 +549,7 @@ def main(argv=None):
                                 "mode": args.compile_mode, "status": "skipped",
                                 "reason": "the row failed without it (notes)"})
                     continue
-                if run.left() < run.setup_s() + run.rounds_s(3) + args.compile_min:
+                if run.left() < run.setup_s() + run.rounds_s(run.sides(2)) + args.compile_min:
                     run.record({"kind": "compile", "model": row[0], "precision": row[3],
                                 "mode": args.compile_mode, "status": "skipped",
                                 "reason": f"time budget ({max(run.left(), 0):.0f} s left)"})

@@ -15,7 +15,18 @@
 #     --only gpu_compare --report $OUT/gpu_check_report.txt --compare-out $OUT; rc=$?;
 #     cp build-gpu/logs/build.log $OUT/ 2>/dev/null; exit $rc")
 #
-#   (one line in the call). Everything is written into $OUT as it comes, so a call cut short still
+#   (one line in the call). For a before/after check of a change to the GPU step, give ddp_train
+#   in two variants measured in the same rounds beside PyTorch eager (the A/B of issue 29's first
+#   changes: cuDNN's batch norm and heuristic algorithms against the defaults; gpu_check.sh splits
+#   --compare-args on spaces, so a variant's gpu_bench arguments are separated by commas):
+#
+#   run(carry=["gpu_bundle"], timeout_s=600, command="scripts/gpu_check.sh --work build-gpu
+#     --only gpu_compare --compare-budget 330 --compare-args '--no-compile --ours-variant
+#     before:--bn,cudnn,--algos,heuristic --ours-variant after:' --report
+#     $OUT/gpu_check_report.txt --compare-out $OUT; rc=$?; cp build-gpu/logs/build.log $OUT/
+#     2>/dev/null; exit $rc")
+#
+#   Everything is written into $OUT as it comes, so a call cut short still
 #   brings back what was measured: gpu_check_report.txt (every step's verdict, the table at its
 #   end), table.md (the table for BENCHMARKS.md), raw.jsonl (every answer of both sides, one JSON
 #   object a line), log.txt (both sides' output and errors), profiles.txt (gpu_bench --profile of
@@ -30,7 +41,14 @@
 #                        [--precisions bf16,fp32] [--compile-mode max-autotune]
 #                        [--compile-fallback reduce-overhead|none] [--compile-cap 150]
 #                        [--no-compile] [--profile resnet20:bf16,...|none] [--ours-find]
+#                        [--ours-variant NAME:"GPU_BENCH ARGS" ...]
 #   bench/gpu_compare.sh --from-raw RAW.jsonl      the table of recorded numbers (no GPU, no torch)
+#
+# --ours-variant NAME:ARGS (repeatable; ARGS separated by spaces or commas, may be empty: the
+# defaults) runs ddp_train as several gpu_bench processes, one per variant, measured in the same
+# interleaved rounds (NAME1, NAME2, ..., eager, compiled); the table then has a row per variant,
+# each with the same PyTorch figures and its own ratios, and names each variant's arguments, and
+# each --profile row is profiled in every variant.
 #
 # The order within the budget (bench/gpu_compare.py): every row with ddp_train and PyTorch eager;
 # profiles; then torch.compile row by row (resnet20 first, then bf16, then fp32), each compiled

@@ -13,7 +13,11 @@ The records (one JSON object a line, "kind" says which):
   peer     PyTorch's versions and settings for a row (the server's "loaded" answer)
   run      one measurement: side (ours | eager | compiled), model, precision, batch, image, round,
            phase (eager: ours and eager only; compile: ours, eager and compiled), images_per_s,
-           ms_per_step, steps, seconds; ddp_train's also carry gpu and versions
+           ms_per_step, steps, seconds; ddp_train's also carry gpu, versions, algorithms,
+           batch_norm and, with --ours-variant, variant (its name)
+
+With variants (the header's "variants": [[name, gpu_bench args], ...]) the table has a row per
+(model, precision, variant), each with the same PyTorch figures, and says each variant's arguments.
   compile  torch.compile of a row: mode, status (ok | failed | timeout | skipped), seconds, reason
   note     a row or the run could not be measured as planned: text
   end      elapsed_s
@@ -129,6 +133,16 @@ def _compile_notes(key, attempts):
     return [f"{key[0]} {key[1]}: {n}" for n in notes]
 
 
+def _variant_text(name, header, runs):
+    """`name` (`gpu_bench ARGS`: algorithms by ..., batch norm ...) for the settings line."""
+    args = next((v[1] for v in header.get("variants", []) if v[0] == name), None)
+    run = next((r for r in runs if r.get("variant") == name), {})
+    text = f"**{name}**" + (f" (`{args}`)" if args else " (defaults)" if args == "" else "")
+    said = [f"cuDNN algorithms by {run['algorithms']}"] if run.get("algorithms") else []
+    said += [f"batch norm {run['batch_norm']}"] if run.get("batch_norm") else []
+    return text + (": " + ", ".join(said) if said else "")
+
+
 def render(records):
     header = next((r for r in records if r.get("kind") == "header"), {})
     runs = [r for r in records if r.get("kind") == "run"]
@@ -140,6 +154,10 @@ def render(records):
                   | {_row_key(r) for r in notes if "model" in r})
 
     ours_run = next((r for r in runs if r["side"] == "ours"), None)
+    variants = [v[0] for v in header.get("variants", [])]
+    for r in runs:  # variants only in the runs (a header from before them)
+        if r.get("variant") and r["variant"] not in variants:
+            variants.append(r["variant"])
     peer = peers[0] if peers else None
     out = ["## GPU side by side: ddp_train and PyTorch on the same GPU (bench/gpu_compare.sh)", ""]
     line = _versions_line(header, ours_run, peer)
@@ -163,7 +181,11 @@ def render(records):
         "PyTorch eager: channels_last, `cudnn.benchmark = True`. torch.compile: forward + loss "
         "compiled (backward by AOTAutograd), optimizer eager; its mode and compile time per row.",
         f"ddp_train: `gpu_bench --no-upload`, cuDNN algorithms by "
-        f"{(ours_run or {}).get('algorithms', 'heuristics')}.",
+        f"{(ours_run or {}).get('algorithms', 'heuristics')}"
+        + (f", batch norm {ours_run['batch_norm']}" if (ours_run or {}).get("batch_norm") else "")
+        + "." if not variants else
+        "ddp_train: `gpu_bench --no-upload` as variants (a gpu_bench each, measured in the same "
+        "rounds): " + "; ".join(_variant_text(v, header, runs) for v in variants) + ".",
         "images/s: median over the runs"
         + (f" ({rounds} interleaved rounds: ddp_train, eager, compiled; rows with torch.compile "
            "ran their rounds again with it)" if rounds else "")
@@ -180,9 +202,11 @@ def render(records):
             f"{took}.")
     out += [f"- {s}" for s in settings] + [""]
 
-    out.append("| model | input, batch | precision | ddp_train images/s | PyTorch eager | "
+    out.append("| model | input, batch | precision | "
+               + ("ddp_train variant | " if variants else "")
+               + "ddp_train images/s | PyTorch eager | "
                "ours/eager | torch.compile | ours/compiled | compiled with |")
-    out.append("|---|---|---|---|---|---|---|---|---|")
+    out.append("|---|---|---|" + ("---|" if variants else "") + "---|---|---|---|---|---|")
     row_notes = []
     for key in keys:
         rr = [r for r in runs if _row_key(r) == key]
@@ -190,12 +214,16 @@ def render(records):
         geometry = next(((r.get("image"), r.get("batch")) for r in rr), (None, None))
         attempts = [c for c in compiles if c.get("model") == key[0]
                     and c.get("precision") == key[1]]
-        out.append(
-            f"| {key[0]} | "
-            + (f"{geometry[0]}x{geometry[0]}, {geometry[1]}" if geometry[0] else "-")
-            + f" | {key[1]} | {cell(by['ours'])} | {cell(by['eager'])} | "
-            f"{ratio(by['ours'], by['eager'])} | {cell(by['compiled'])} | "
-            f"{ratio(by['ours'], by['compiled'])} | {_compile_cell(attempts)} |")
+        for v in variants or [None]:
+            ours = by["ours"] if v is None else [
+                r["images_per_s"] for r in rr if r["side"] == "ours" and r.get("variant") == v]
+            out.append(
+                f"| {key[0]} | "
+                + (f"{geometry[0]}x{geometry[0]}, {geometry[1]}" if geometry[0] else "-")
+                + f" | {key[1]} | " + (f"{v} | " if v is not None else "")
+                + f"{cell(ours)} | {cell(by['eager'])} | "
+                f"{ratio(ours, by['eager'])} | {cell(by['compiled'])} | "
+                f"{ratio(ours, by['compiled'])} | {_compile_cell(attempts)} |")
         row_notes += _compile_notes(key, attempts)
         row_notes += [f"{key[0]} {key[1]}: {n['text']}" for n in notes
                       if n.get("model") == key[0] and n.get("precision") == key[1]]
@@ -207,7 +235,8 @@ def render(records):
             "| model | precision | phase | round | side | images/s | ms/step | steps | s |",
             "|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
-        side = r["side"] + (f" ({r['compile_mode']})" if r.get("compile_mode") else "")
+        side = r["side"] + (f" ({r['compile_mode']})" if r.get("compile_mode") else "") + (
+            f" {r['variant']}" if r.get("variant") else "")
         out.append(f"| {r['model']} | {r['precision']} | {r.get('phase', '-')} | "
                    f"{r.get('round')} | {side} | {r['images_per_s']:.1f} | "
                    f"{r['ms_per_step']:.3f} | {r['steps']} | {r['seconds']:.2f} |")

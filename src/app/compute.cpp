@@ -159,7 +159,10 @@ Compute setup_compute(const Config& cfg, const runtime::Runtime& rt, comm::Commu
                                                         : backend::Precision::fp32;
   auto be = backend::make_cuda_backend(me.index, options);
   out.device = me.device_string();
-  out.note = "GPU " + out.device + " " + me.name;
+  out.note = "GPU " + out.device + " " + me.name + " (cuDNN convolution algorithms " +
+             (options.benchmark ? "timed once per shape" : "by heuristics") +
+             (options.deterministic ? ", deterministic ones first" : "") + "; batch norm on " +
+             (options.cudnn_batch_norm ? "cuDNN" : "the backend's own kernels") + ")";
   if (rt.size() > 1) {
     comm::NcclCommOptions o;
     o.comm = comm::comm_options_from_env(cfg.comm.timeout_s);

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "ddp/error.hpp"
-#include "transform_check.hpp"
+#include "transform/transform_check.hpp"
 
 // Protocol (all shared state under mu_): the worker fills batch `produced_` into a free slot — one
 // neither ready nor held — outside the lock, flagged by filling_; the consumer takes the ready slot

@@ -13,7 +13,7 @@
 #include "ddp/data/subset.hpp"
 #include "ddp/error.hpp"
 #include "ddp/h5/io.hpp"
-#include "packed_h5.hpp"
+#include "packed/packed_h5.hpp"
 
 namespace ddp::data {
 

@@ -8,6 +8,9 @@
 #    and records what it is asked: the rounds interleave (ours, eager, ours, eager), gpu_bench gets
 #    the row's flags (TF32 for fp32 only, batches resident, JSON), torch.compile's absence from
 #    PyTorch 1.13 is said in the table, every answer lands in raw.jsonl;
+#  - ddp_train in two variants (--ours-variant NAME:"gpu_bench args"): each variant's gpu_bench gets
+#    its arguments, the variants and eager interleave in the same rounds, the table has a row per
+#    variant with its own figures and ratio and names each variant's arguments;
 #  - the torch.compile part (timeout, process killed, fallback mode, not retried) with a stand-in
 #    for a PyTorch 2 server, since Debian's PyTorch 1.13 has no torch.compile;
 #  - the table (--from-raw) on recorded numbers: medians (odd and even counts), min-max and
@@ -71,6 +74,8 @@ for r in range(rounds):
     if line != "go":
         sys.exit(0)
     ips = 1000.0 * (r + 1) + (100 if opt("--precision") == "bf16" else 0)
+    if "--bn" in args and opt("--bn") == "cudnn":  # the "before" variant of the A/B: slower
+        ips -= 600
     print(json.dumps({"event": "run", "side": "ours", "model": opt("--model"),
                       "precision": opt("--precision"), "round": r, "steps": 10,
                       "seconds": 10 * int(opt("--batch")) / ips, "images_per_s": ips,
@@ -104,6 +109,41 @@ grep -q '"kind": "peer".*"matmul_tf32": true' "$WORK/out/raw.jsonl" || fail "fp3
 grep -q "torch.compile: not in PyTorch 1" "$WORK/out/table.md" || fail "the table does not say torch.compile is missing"
 grep -q '^| resnet20 | 32x32, 512 | bf16 | 1,600 (1,100-2,100) | ' "$WORK/out/table.md" ||
   fail "the bf16 row does not show the stand-in's numbers: $(grep '^| resnet20' "$WORK/out/table.md")"
+
+# --- two variants of ddp_train in the same rounds (the before/after A/B) --------------------------
+FAKE_LOG="$WORK/fake3.log" PYTHON="$PY" bash "$SRC/bench/gpu_compare.sh" --gpu-bench "$WORK/fake_gpu_bench" \
+  --out "$WORK/out3" --device cpu --tiny --models resnet20 --precisions bf16 --rounds 2 \
+  --seconds 0.1 --budget 900 --profile none --ours-variant 'before:--bn cudnn,--algos heuristic' \
+  --ours-variant after: > "$WORK/compare3.out" 2>&1 ||
+  { cat "$WORK/compare3.out" "$WORK/out3/log.txt"; fail "gpu_compare.sh with two variants failed"; }
+cat "$WORK/compare3.out"
+order=$(grep '"kind": "run"' "$WORK/out3/raw.jsonl" | "$PY" -c '
+import json, sys
+print(" ".join("%s:%s:%s" % (r["round"], r["side"], r.get("variant", "-")) for r in map(json.loads, sys.stdin)))')
+want="0:ours:before 0:ours:after 0:eager:- 1:ours:before 1:ours:after 1:eager:-"
+[ "$order" = "$want" ] || fail "variant runs in the order '$order', expected '$want'"
+[ "$(grep -c '^argv' "$WORK/fake3.log")" = 2 ] || fail "expected one gpu_bench per variant: $(cat "$WORK/fake3.log")"
+grep '^argv' "$WORK/fake3.log" | grep -q -- '--bn cudnn --algos heuristic$' ||
+  fail "the before variant did not get its arguments: $(grep '^argv' "$WORK/fake3.log")"
+[ "$(grep '^argv' "$WORK/fake3.log" | grep -c -- '--bn')" = 1 ] || fail "the after variant got the before's arguments"
+grep '^argv' "$WORK/fake3.log" | grep -v -- '--bn' | grep -q -- '--gate.*--rewarm 3$' ||
+  fail "the after variant's gpu_bench is not run with the defaults: $(grep '^argv' "$WORK/fake3.log")"
+# before: 1100 - 600, 2100 - 600 -> median 1000; after: 1600; the eager side is real (CPU, tiny).
+before=$(grep '^| resnet20 | 32x32, 512 | bf16 | before | ' "$WORK/out3/table.md")
+after=$(grep '^| resnet20 | 32x32, 512 | bf16 | after | ' "$WORK/out3/table.md")
+echo "$before"
+echo "$after"
+case $before in "| resnet20 | 32x32, 512 | bf16 | before | 1,000 (500-1,500) | "*) ;; *) fail "the before row is not as expected" ;; esac
+case $after in "| resnet20 | 32x32, 512 | bf16 | after | 1,600 (1,100-2,100) | "*) ;; *) fail "the after row is not as expected" ;; esac
+eager_before=$(echo "$before" | cut -d'|' -f7) eager_after=$(echo "$after" | cut -d'|' -f7)
+[ "$eager_before" = "$eager_after" ] && [ -n "$eager_before" ] || fail "the rows' eager figures differ"
+grep -q '| model | input, batch | precision | ddp_train variant | ddp_train images/s |' "$WORK/out3/table.md" ||
+  fail "the table has no variant column"
+grep -qF '**before** (`--bn cudnn --algos heuristic`)' "$WORK/out3/table.md" || fail "the table does not name the before variant's arguments"
+grep -qF '**after** (defaults)' "$WORK/out3/table.md" || fail "the table does not say the after variant runs the defaults"
+grep -q '^| resnet20 | bf16 | eager | 1 | ours after | ' "$WORK/out3/table.md" || fail "'Every run' does not name the variant"
+grep -q '^| model | input, batch | precision | ddp_train images/s |' "$WORK/out/table.md" ||
+  fail "without variants the table changed its columns"
 
 # --- the torch.compile part: PyTorch 1.13 has none, so a stand-in for a PyTorch 2 server ---------
 # (the protocol of torch_gpu_step.py --serve) whose max-autotune never finishes and whose
@@ -228,4 +268,4 @@ grep -q '^  build  .*gpu_bench' "$WORK/dry.log" || fail "--only dropped the buil
 grep -q '^  unit_gpu  *(skipped: --only)' "$WORK/dry.log" || fail "--only did not leave unit_gpu out"
 bash "$SRC/scripts/gpu_check.sh" --dry-run --only gpu_comapre > /dev/null 2>&1 && fail "a misspelt --only step was accepted"
 [ ! -e "$WORK/dry" ] || fail "--dry-run created its work tree"
-pass "PyTorch step on the CPU, parameter counts equal ddp_train's, interleaved orchestration, compile timeout and fallback, table checked against awk, gpu_check step listed"
+pass "PyTorch step on the CPU, parameter counts equal ddp_train's, interleaved orchestration, two ddp_train variants side by side, compile timeout and fallback, table checked against awk, gpu_check step listed"

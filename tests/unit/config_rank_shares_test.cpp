@@ -69,9 +69,9 @@ TEST_F(RankSharesConfig, CommandLineValues) {
 
 TEST_F(RankSharesConfig, BadSharesNameTheKey) {
   EXPECT_THAT(file_error("rank_shares = [3, 0, 2]"),
-              HasSubstr(at2() + "train.rank_shares = [ 3, 0, 2 ]: each value must be > 0"));
+              HasSubstr(at2() + "train.rank_shares = [ 3, 0, 2 ]: each value must be in (0, 1048576]"));
   EXPECT_THAT(file_error("rank_shares = [3, -1, 2]"),
-              HasSubstr("train.rank_shares = [ 3, -1, 2 ]: each value must be > 0"));
+              HasSubstr("train.rank_shares = [ 3, -1, 2 ]: each value must be in (0, 1048576]"));
   EXPECT_THAT(file_error("rank_shares = [3, \"a\", 2]"),
               HasSubstr(at2() + "train.rank_shares: expected a word or numbers, got array"));
   EXPECT_THAT(file_error("rank_shares = \"fast\""),
@@ -85,14 +85,14 @@ TEST_F(RankSharesConfig, BadSharesNameTheKey) {
               HasSubstr("command line: --train.rank_shares '3,x,2': must be equal, auto or a "
                         "list of numbers"));
   EXPECT_THAT(error_of("", {{"train.rank_shares", "3,0,2"}}),
-              HasSubstr("command line: --train.rank_shares '3,0,2': each value must be > 0"));
+              HasSubstr("command line: --train.rank_shares '3,0,2': each value must be in (0, 1048576]"));
   EXPECT_THAT(error_of("", {{"train.rank_shares", "3,-2"}}),
-              HasSubstr("--train.rank_shares '3,-2': each value must be > 0"));
+              HasSubstr("--train.rank_shares '3,-2': each value must be in (0, 1048576]"));
 }
 
 TEST_F(RankSharesConfig, BadCapsAndThresholdsNameTheKey) {
   EXPECT_THAT(file_error("max_micro_batch = -1"),
-              HasSubstr(at2() + "train.max_micro_batch = -1: must be >= 0"));
+              HasSubstr(at2() + "train.max_micro_batch = -1: must be in [0, 1073741824]"));
   EXPECT_THAT(file_error("max_micro_batch = 2.5"),
               HasSubstr("train.max_micro_batch = 2.5: must be an integer"));
   EXPECT_THAT(file_error("max_micro_batch = [1, 2]"),
@@ -113,8 +113,8 @@ TEST_F(RankSharesConfig, HelpShowsTheFormsAndDefaults) {
   add_config_options(app, out);
   const std::string help = app.help();
   EXPECT_THAT(help, HasSubstr("--train.rank_shares WORD|NUMBERS"));
-  EXPECT_THAT(help, HasSubstr("[equal|auto|numbers each > 0; default: equal]"));
-  EXPECT_THAT(help, HasSubstr("[auto|integer >= 0; default: 0]"));
+  EXPECT_THAT(help, HasSubstr("[equal|auto|numbers each in (0, 1048576]; default: equal]"));
+  EXPECT_THAT(help, HasSubstr("[auto|integer in [0, 1073741824]; default: 0]"));
   EXPECT_THAT(help, HasSubstr("[>= 0; default: 0.05]"));
 }
 

@@ -153,43 +153,54 @@ TEST_F(CudaVsCpu, ConvolutionForwardBackward) {
       {"depthwise 960x1x1 k3 p1", conv_geom_ex(960, 1, 1, 960, 960, 3, 3, 1, 1, 1, 1, 1, 1), 4},
       {"1x1 960->320 at 1x1", conv_geom_ex(960, 1, 1, 320, 1, 1, 1, 1, 1, 0, 0, 1, 1), 4},
   };
-  std::uint64_t seed = 1;
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const ConvGeom& g = c.g;
-    const auto xn = static_cast<std::size_t>(c.n * g.c * g.h * g.w);
-    const auto yn = static_cast<std::size_t>(c.n * g.k * g.oh * g.ow);
-    const auto wn = static_cast<std::size_t>(g.k * (g.c / g.groups) * g.r * g.s);
-    const auto bn = static_cast<std::size_t>(g.k);
-    const auto x = random_vec(xn, ++seed), w = random_vec(wn, ++seed, -0.3f, 0.3f),
-               b = random_vec(bn, ++seed), dy = random_vec(yn, ++seed);
-    auto cop = cpu_->conv(g);
-    auto gop = gpu_->conv(g);
+  // Algorithms timed (gpu_, the default: the fastest deterministic one of cudnnFind's list) and by
+  // cuDNN's heuristics (CudaOptions::benchmark = false); the second backend runs on its own stream,
+  // so it is synchronised before the results are read through gpu_.
+  CudaOptions heuristic;
+  heuristic.benchmark = false;
+  auto heuristic_gpu = make_cuda_backend(0, heuristic);
+  for (CudaBackend* be : {gpu_.get(), heuristic_gpu.get()}) {
+    SCOPED_TRACE(be == gpu_.get() ? "timed algorithms" : "heuristic algorithms");
+    std::uint64_t seed = 1;
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.name);
+      const ConvGeom& g = c.g;
+      const auto xn = static_cast<std::size_t>(c.n * g.c * g.h * g.w);
+      const auto yn = static_cast<std::size_t>(c.n * g.k * g.oh * g.ow);
+      const auto wn = static_cast<std::size_t>(g.k * (g.c / g.groups) * g.r * g.s);
+      const auto bn = static_cast<std::size_t>(g.k);
+      const auto x = random_vec(xn, ++seed), w = random_vec(wn, ++seed, -0.3f, 0.3f),
+                 b = random_vec(bn, ++seed), dy = random_vec(yn, ++seed);
+      auto cop = cpu_->conv(g);
+      auto gop = be->conv(g);
 
-    std::vector<float> y(yn), dx(xn), dw(wn), db(bn);
-    cop->forward(c.n, x.data(), w.data(), g.bias ? b.data() : nullptr, y.data());
-    cop->backward(c.n, x.data(), w.data(), dy.data(), dx.data(), dw.data(),
-                  g.bias ? db.data() : nullptr);
+      std::vector<float> y(yn), dx(xn), dw(wn), db(bn);
+      cop->forward(c.n, x.data(), w.data(), g.bias ? b.data() : nullptr, y.data());
+      cop->backward(c.n, x.data(), w.data(), dy.data(), dx.data(), dw.data(),
+                    g.bias ? db.data() : nullptr);
 
-    auto X = up(x), W = up(w), B = up(b), DY = up(dy);
-    auto Y = zeros(yn), DX = zeros(xn), DW = zeros(wn), DB = zeros(bn);
-    gop->forward(c.n, X.floats(), W.floats(), g.bias ? B.floats() : nullptr, Y.floats());
-    gop->backward(c.n, X.floats(), W.floats(), DY.floats(), DX.floats(), DW.floats(),
-                  g.bias ? DB.floats() : nullptr);
-    expect_close(y, down(Y, yn), 5e-4, 1e-3, "forward y");
-    expect_close(dx, down(DX, xn), 5e-4, 1e-3, "backward dx");
-    expect_close(dw, down(DW, wn), 5e-4, 1e-3, "backward dw");
-    if (g.bias) expect_close(db, down(DB, bn), 5e-4, 1e-3, "backward db");
+      auto X = up(x), W = up(w), B = up(b), DY = up(dy);
+      auto Y = zeros(yn), DX = zeros(xn), DW = zeros(wn), DB = zeros(bn);
+      gop->forward(c.n, X.floats(), W.floats(), g.bias ? B.floats() : nullptr, Y.floats());
+      gop->backward(c.n, X.floats(), W.floats(), DY.floats(), DX.floats(), DW.floats(),
+                    g.bias ? DB.floats() : nullptr);
+      be->synchronize();
+      expect_close(y, down(Y, yn), 5e-4, 1e-3, "forward y");
+      expect_close(dx, down(DX, xn), 5e-4, 1e-3, "backward dx");
+      expect_close(dw, down(DW, wn), 5e-4, 1e-3, "backward dw");
+      if (g.bias) expect_close(db, down(DB, bn), 5e-4, 1e-3, "backward db");
 
-    // The first layer's backward without an input gradient, and a second batch size (a new plan).
-    const std::int64_t n2 = c.n - 1;
-    gop->backward(n2, X.floats(), W.floats(), DY.floats(), nullptr, DW.floats(),
-                  g.bias ? DB.floats() : nullptr);
-    cop->backward(n2, x.data(), w.data(), dy.data(), nullptr, dw.data(),
-                  g.bias ? db.data() : nullptr);
-    expect_close(dw, down(DW, wn), 5e-4, 1e-3, "backward dw (batch n-1, no dx)");
+      // The first layer's backward without an input gradient, and a second batch size (a new plan).
+      const std::int64_t n2 = c.n - 1;
+      gop->backward(n2, X.floats(), W.floats(), DY.floats(), nullptr, DW.floats(),
+                    g.bias ? DB.floats() : nullptr);
+      cop->backward(n2, x.data(), w.data(), dy.data(), nullptr, dw.data(),
+                    g.bias ? db.data() : nullptr);
+      be->synchronize();
+      expect_close(dw, down(DW, wn), 5e-4, 1e-3, "backward dw (batch n-1, no dx)");
+    }
+    EXPECT_LE(be->workspace_bytes(), CudaOptions{}.workspace_limit_bytes);
   }
-  EXPECT_LE(gpu_->workspace_bytes(), CudaOptions{}.workspace_limit_bytes);
 }
 
 // --- pooling -------------------------------------------------------------------------------------
@@ -308,40 +319,141 @@ TEST_F(CudaVsCpu, BatchNormTrainingInferenceBackward) {
                         {"features 10", 10, 1, 1, 8},
                         {"one value per channel", 3, 1, 1, 1},
                         {"one image of 1x1", 5, 1, 1, 1}};
-  std::uint64_t seed = 300;
+  // The backend's own kernels (gpu_, the default) and cuDNN's (CudaOptions::cudnn_batch_norm, kept
+  // for A/B timings); the second backend's ops run on its own stream, so it is synchronised before
+  // the results are read through gpu_.
+  CudaOptions with_cudnn;
+  with_cudnn.cudnn_batch_norm = true;
+  auto cudnn_gpu = make_cuda_backend(0, with_cudnn);
+  for (CudaBackend* be : {gpu_.get(), cudnn_gpu.get()}) {
+    SCOPED_TRACE(be == gpu_.get() ? "own kernels" : "cuDNN");
+    std::uint64_t seed = 300;
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.name);
+      BatchNormGeom g;
+      g.c = c.c, g.h = c.h, g.w = c.w, g.eps = 1e-5f, g.momentum = 0.1f;
+      const auto xn = static_cast<std::size_t>(c.n * c.c * c.h * c.w),
+                 cn = static_cast<std::size_t>(c.c);
+      const auto x = random_vec(xn, ++seed, -2.0f, 3.0f),
+                 gamma = random_vec(cn, ++seed, 0.5f, 1.5f), beta = random_vec(cn, ++seed),
+                 dy = random_vec(xn, ++seed);
+      std::vector<float> rmean = random_vec(cn, ++seed), rvar = random_vec(cn, ++seed, 0.5f, 2.0f);
+      auto cop = cpu_->batch_norm(g);
+      auto gop = be->batch_norm(g);
+      auto X = up(x), G = up(gamma), BE = up(beta), DY = up(dy), RM = up(rmean), RV = up(rvar);
+      auto Y = zeros(xn), DX = zeros(xn), DG = zeros(cn), DB = zeros(cn);
+
+      std::vector<float> y(xn), dx(xn), dg(cn), db(cn);
+      cop->forward(c.n, x.data(), gamma.data(), beta.data(), rmean.data(), rvar.data(), y.data(),
+                   true);
+      cop->backward(c.n, x.data(), dy.data(), gamma.data(), dx.data(), dg.data(), db.data());
+      gop->forward(c.n, X.floats(), G.floats(), BE.floats(), RM.floats(), RV.floats(), Y.floats(),
+                   true);
+      gop->backward(c.n, X.floats(), DY.floats(), G.floats(), DX.floats(), DG.floats(),
+                    DB.floats());
+      be->synchronize();
+      expect_close(y, down(Y, xn), 1e-5, 1e-4, "training forward y");
+      expect_close(rmean, down(RM, cn), 1e-5, 1e-4, "running mean");
+      expect_close(rvar, down(RV, cn), 1e-5, 1e-4, "running variance (unbiased)");
+      expect_close(dx, down(DX, xn), 1e-5, 1e-4, "backward dx");
+      expect_close(dg, down(DG, cn), 1e-5, 1e-4, "backward dgamma");
+      expect_close(db, down(DB, cn), 1e-5, 1e-4, "backward dbeta");
+
+      cop->forward(c.n, x.data(), gamma.data(), beta.data(), rmean.data(), rvar.data(), y.data(),
+                   false);
+      gop->forward(c.n, X.floats(), G.floats(), BE.floats(), RM.floats(), RV.floats(), Y.floats(),
+                   false);
+      be->synchronize();
+      expect_close(y, down(Y, xn), 1e-5, 1e-4, "inference forward y");
+    }
+  }
+}
+
+// The backend's own batch-norm kernels (the default; CudaOptions::cudnn_batch_norm selects cuDNN)
+// on awkward shapes, training forward and backward and inference against the CPU op: a channel
+// of one value (the biased variance), h*w % 4 != 0 (no float4), a channel's N*H*W not a multiple
+// of the 8192-value chunk and over several chunks, rows misaligned for float4 (the scalar path on
+// a shape that would take float4), and large means (x = 1000 + noise: E[x^2] - mean^2 in double
+// keeps ~1e-10 of the variance). Tolerances as above: both sum in double, in another order. A
+// second run on the same inputs must give the same bits (no atomics: a fixed reduction order).
+TEST_F(CudaVsCpu, BatchNormOwnKernelsAwkwardShapes) {
+  struct Case {
+    const char* name;
+    std::int64_t c, h, w, n;
+    float lo, hi;
+    bool misalign;  // every device tensor starts one float past a 16-byte boundary
+  };
+  const Case cases[] = {
+      {"C=3, N=1, HW=1", 3, 1, 1, 1, -2.0f, 3.0f, false},
+      {"N=1, 7x7 (h*w % 4 != 0)", 5, 7, 7, 1, -2.0f, 3.0f, false},
+      {"C=3, 1x3, N=5", 3, 1, 3, 5, -2.0f, 3.0f, false},
+      {"45x45, 3 chunks, the last short", 2, 45, 45, 12, -2.0f, 3.0f, false},
+      {"4 chunks exactly, float4", 2, 32, 32, 32, -2.0f, 3.0f, false},
+      {"4 chunks, misaligned rows", 2, 32, 32, 32, -2.0f, 3.0f, true},
+      {"x = 1000 + noise, 2 chunks, float4", 3, 64, 64, 3, 999.0f, 1001.0f, false},
+      {"x = 1000 + noise, 7x7", 4, 7, 7, 9, 999.0f, 1001.0f, false}};
+  std::uint64_t seed = 900;
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     BatchNormGeom g;
     g.c = c.c, g.h = c.h, g.w = c.w, g.eps = 1e-5f, g.momentum = 0.1f;
     const auto xn = static_cast<std::size_t>(c.n * c.c * c.h * c.w),
                cn = static_cast<std::size_t>(c.c);
-    const auto x = random_vec(xn, ++seed, -2.0f, 3.0f), gamma = random_vec(cn, ++seed, 0.5f, 1.5f),
+    const auto x = random_vec(xn, ++seed, c.lo, c.hi), gamma = random_vec(cn, ++seed, 0.5f, 1.5f),
                beta = random_vec(cn, ++seed), dy = random_vec(xn, ++seed);
     std::vector<float> rmean = random_vec(cn, ++seed), rvar = random_vec(cn, ++seed, 0.5f, 2.0f);
+    const std::size_t off = c.misalign ? 1 : 0;
+    // A device tensor `host` at float offset `off` of its buffer.
+    auto up_at = [&](const std::vector<float>& host) {
+      DeviceBuffer b(gpu_->device_index(), (host.size() + 1) * sizeof(float));
+      gpu_->to_device(host.data(), b.floats() + off, host.size() * sizeof(float));
+      return b;
+    };
+    auto down_at = [&](const DeviceBuffer& b, std::size_t n) {
+      std::vector<float> h(n);
+      gpu_->to_host(b.floats() + off, h.data(), n * sizeof(float));
+      return h;
+    };
     auto cop = cpu_->batch_norm(g);
     auto gop = gpu_->batch_norm(g);
-    auto X = up(x), G = up(gamma), BE = up(beta), DY = up(dy), RM = up(rmean), RV = up(rvar);
-    auto Y = zeros(xn), DX = zeros(xn), DG = zeros(cn), DB = zeros(cn);
+    const std::vector<float> zx(xn, 0.0f);
+    auto X = up_at(x), DY = up_at(dy), Y = up_at(zx), DX = up_at(zx);
+    auto G = up(gamma), BE = up(beta), RM = up(rmean), RV = up(rvar);
+    auto DG = zeros(cn), DB = zeros(cn);
 
     std::vector<float> y(xn), dx(xn), dg(cn), db(cn);
     cop->forward(c.n, x.data(), gamma.data(), beta.data(), rmean.data(), rvar.data(), y.data(),
                  true);
     cop->backward(c.n, x.data(), dy.data(), gamma.data(), dx.data(), dg.data(), db.data());
-    gop->forward(c.n, X.floats(), G.floats(), BE.floats(), RM.floats(), RV.floats(), Y.floats(),
-                 true);
-    gop->backward(c.n, X.floats(), DY.floats(), G.floats(), DX.floats(), DG.floats(), DB.floats());
-    expect_close(y, down(Y, xn), 1e-5, 1e-4, "training forward y");
+    auto gpu_step = [&] {
+      gop->forward(c.n, X.floats() + off, G.floats(), BE.floats(), RM.floats(), RV.floats(),
+                   Y.floats() + off, true);
+      gop->backward(c.n, X.floats() + off, DY.floats() + off, G.floats(), DX.floats() + off,
+                    DG.floats(), DB.floats());
+    };
+    gpu_step();
+    const auto gy = down_at(Y, xn), gdx = down_at(DX, xn), gdg = down(DG, cn), gdb = down(DB, cn);
+    expect_close(y, gy, 1e-5, 1e-4, "training forward y");
     expect_close(rmean, down(RM, cn), 1e-5, 1e-4, "running mean");
-    expect_close(rvar, down(RV, cn), 1e-5, 1e-4, "running variance (unbiased)");
-    expect_close(dx, down(DX, xn), 1e-5, 1e-4, "backward dx");
-    expect_close(dg, down(DG, cn), 1e-5, 1e-4, "backward dgamma");
-    expect_close(db, down(DB, cn), 1e-5, 1e-4, "backward dbeta");
+    expect_close(rvar, down(RV, cn), 1e-5, 1e-4, "running variance");
+    expect_close(dx, gdx, 1e-5, 1e-4, "backward dx");
+    expect_close(dg, gdg, 1e-5, 1e-4, "backward dgamma");
+    expect_close(db, gdb, 1e-5, 1e-4, "backward dbeta");
+    // The same inputs again (the running statistics move on, the batch's do not): the same bits.
+    gpu_step();
+    expect_equal(gy, down_at(Y, xn), "second run y");
+    expect_equal(gdx, down_at(DX, xn), "second run dx");
+    expect_equal(gdg, down(DG, cn), "second run dgamma");
+    expect_equal(gdb, down(DB, cn), "second run dbeta");
 
+    // Inference with the running statistics: the GPU's (two training steps) given to the CPU op.
+    rmean = down(RM, cn);
+    rvar = down(RV, cn);
     cop->forward(c.n, x.data(), gamma.data(), beta.data(), rmean.data(), rvar.data(), y.data(),
                  false);
-    gop->forward(c.n, X.floats(), G.floats(), BE.floats(), RM.floats(), RV.floats(), Y.floats(),
-                 false);
-    expect_close(y, down(Y, xn), 1e-5, 1e-4, "inference forward y");
+    gop->forward(c.n, X.floats() + off, G.floats(), BE.floats(), RM.floats(), RV.floats(),
+                 Y.floats() + off, false);
+    expect_close(y, down_at(Y, xn), 1e-5, 1e-4, "inference forward y");
   }
 }
 

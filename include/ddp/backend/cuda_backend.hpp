@@ -73,13 +73,20 @@ struct CudaOptions {
   // Allow TF32 tensor-core math (Ampere and later) for fp32 convolutions and GEMMs: 10-bit mantissa
   // products, PyTorch's default for cuDNN convolutions. Off: strict fp32 (FMA) everywhere.
   bool allow_tf32 = false;
-  // Prefer deterministic cuDNN algorithms (the same bits run after run) whenever one fits the
-  // workspace; otherwise the fastest is taken.
+  // Prefer deterministic cuDNN algorithms (each gives the same bits for the same inputs) whenever
+  // one fits the workspace; otherwise the fastest is taken.
   bool deterministic = true;
-  // Choose convolution algorithms by timing them once per shape (cudnnFind*, PyTorch's
-  // cudnn.benchmark) instead of cuDNN's heuristics (cudnnGet*_v7). The choice may differ run to
-  // run.
-  bool benchmark = false;
+  // Choose convolution algorithms by timing them once per shape and batch size (cudnnFind*,
+  // PyTorch's cudnn.benchmark; cached for the backend's life): with `deterministic`, the fastest
+  // deterministic one. Off: cuDNN's heuristics (cudnnGet*_v7), whose first deterministic entry
+  // was measured 45x slower than the best for a 1x1 stride-2 bf16 backward (resnet50,
+  // bench/results/2026-11-28-h200-baseline). Timed choices may differ run to run where two
+  // algorithms are about as fast, and then so may the bits of a run; heuristics give the same
+  // choice every time.
+  bool benchmark = true;
+  // Batch norm through cuDNN's legacy NCHW API instead of the backend's own kernels (which are
+  // several times faster; kept for A/B timings, gpu_bench --bn cudnn).
+  bool cudnn_batch_norm = false;
 };
 
 class CudaBackend : public Backend, public DeviceQueue {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "../file_io.hpp"
 #include "ddp/data/readers.hpp"
 #include "ddp/error.hpp"
-#include "file_io.hpp"
 
 namespace ddp::data {
 

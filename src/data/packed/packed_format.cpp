@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <limits>
 
+#include "../file_io.hpp"
 #include "ddp/data/sample_set.hpp"
 #include "ddp/data/utf8_names.hpp"
 #include "ddp/error.hpp"
 #include "ddp/h5/io.hpp"
-#include "file_io.hpp"
 #include "packed_h5.hpp"
 
 namespace ddp::data::packed {

@@ -4,10 +4,10 @@
 #include <cctype>
 #include <filesystem>
 
+#include "../file_io.hpp"
 #include "ddp/data/packed_format.hpp"
 #include "ddp/data/packed_reader.hpp"
 #include "ddp/error.hpp"
-#include "file_io.hpp"
 
 namespace ddp::data {
 

@@ -1,8 +1,8 @@
 #include "packed_h5.hpp"
 
+#include "../file_io.hpp"
 #include "ddp/error.hpp"
 #include "ddp/h5/io.hpp"
-#include "file_io.hpp"
 
 namespace ddp::data::packed::detail {
 

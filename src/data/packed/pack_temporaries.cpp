@@ -7,7 +7,7 @@
 
 #include <cerrno>
 
-#include "file_io.hpp"
+#include "../file_io.hpp"
 
 namespace ddp::data::detail {
 

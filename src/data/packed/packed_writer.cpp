@@ -9,10 +9,10 @@
 #include <optional>
 #include <vector>
 
+#include "../file_io.hpp"
 #include "ddp/error.hpp"
 #include "ddp/h5/io.hpp"
 #include "ddp/io/durable_file.hpp"
-#include "file_io.hpp"
 #include "pack_temporaries.hpp"
 #include "packed_h5.hpp"
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "../file_io.hpp"
 #include "ddp/error.hpp"
 #include "ddp/h5/handles.hpp"
-#include "file_io.hpp"
 
 namespace ddp::data::packed::detail {
 

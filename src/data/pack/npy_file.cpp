@@ -4,10 +4,10 @@
 #include <filesystem>
 #include <limits>
 
+#include "../file_io.hpp"
 #include "ddp/data/pack_source.hpp"
 #include "ddp/data/sample_set.hpp"
 #include "ddp/error.hpp"
-#include "file_io.hpp"
 
 namespace ddp::data {
 namespace {

@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <map>
 
+#include "../file_io.hpp"
 #include "ddp/data/pack_source.hpp"
 #include "ddp/data/utf8_names.hpp"
 #include "ddp/error.hpp"
-#include "file_io.hpp"
 
 namespace ddp::data {
 

@@ -4,10 +4,10 @@
 
 #include <vector>
 
+#include "../file_io.hpp"
 #include "ddp/data/packed_format.hpp"
 #include "ddp/error.hpp"
 #include "ddp/h5/io.hpp"
-#include "file_io.hpp"
 #include "packed_h5.hpp"
 
 namespace ddp::data::packed {

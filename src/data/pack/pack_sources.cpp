@@ -1,10 +1,10 @@
 // The built-in datasets as pack sources, and the --format dispatch.
 #include <fstream>
 
+#include "../file_io.hpp"
 #include "ddp/data/pack_source.hpp"
 #include "ddp/data/registry.hpp"
 #include "ddp/error.hpp"
-#include "file_io.hpp"
 
 namespace ddp::data {
 

@@ -10,6 +10,8 @@
 #include <optional>
 #include <thread>
 
+#include "../file_io.hpp"
+#include "../packed/pack_temporaries.hpp"
 #include "ddp/data/image_decode.hpp"
 #include "ddp/data/image_resize.hpp"
 #include "ddp/data/pack_source.hpp"
@@ -18,8 +20,6 @@
 #include "ddp/data/utf8_names.hpp"
 #include "ddp/error.hpp"
 #include "ddp/rng.hpp"
-#include "file_io.hpp"
-#include "pack_temporaries.hpp"
 
 namespace ddp::data {
 
