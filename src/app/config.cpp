@@ -54,6 +54,7 @@ std::vector<std::string> all_key_names() {
   std::vector<std::string> out;
   for (const auto& k : config_keys()) out.emplace_back(k.name);
   out.emplace_back("model.layers");
+  out.emplace_back("optim.groups");
   return out;
 }
 
@@ -67,6 +68,7 @@ std::string suggest_key(const std::string& name) {
   for (const auto& k : config_keys())
     if (k.section() == section) keys += (keys.empty() ? "" : ", ") + std::string(k.leaf());
   if (section == "model") keys += ", layers";
+  if (section == "optim") keys += ", groups";
   return keys.empty() ? "" : "; the keys of [" + section + "] are: " + keys;
 }
 
@@ -136,6 +138,10 @@ class Loader {
             "command line: --model.layers: layers can only be given in a config file "
             "([[model.layers]]); use --model.preset for a built-in model");
       }
+      if (name == "optim.groups")
+        throw ConfigError(
+            "command line: --optim.groups: parameter groups can only be given in a "
+            "config file ([[optim.groups]])");
       const ConfigKey* key = find_config_key(name);
       if (!key) throw ConfigError("command line: unknown key '" + name + "'" + suggest_key(name));
       const auto value = parse_text(key->type(), text);
@@ -338,6 +344,10 @@ class Loader {
     const int line = line_of(key);
     if (name == "model.layers") {
       file_layers_ = parse_layers(node, file_);
+      return;
+    }
+    if (name == "optim.groups") {
+      cfg_.optim.groups = detail::parse_groups(node, file_);
       return;
     }
     const ConfigKey* k = find_config_key(name);

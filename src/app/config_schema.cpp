@@ -385,6 +385,17 @@ const std::vector<ConfigKey>& config_keys() {
                "at once unless train.epochs grew), or a snapshot path"},
       {DDP_KEY(train, keep_last), .help = "snapshots kept in run.dir (0 = all)",
        .range = between(0, 1048576)},
+      {DDP_KEY(train, init),
+       .help = "fine-tuning: a new run starts from this file's weights (a weights file of "
+               "scripts/torch_to_snapshot.py, or a snapshot of the same model); a classifier of "
+               "another class count is re-initialised; not a resume (\"\" = seeded init)"},
+      {DDP_KEY(train, freeze),
+       .help = "parameters that do not train (no gradient, no all-reduce, no optimizer state): "
+               "names or prefixes (layer1), globs (\"*.bias\") or kinds (bn, conv, linear)"},
+      {DDP_KEY(train, frozen_bn),
+       .help = "batch norm whose parameters train.freeze freezes: eval = normalise with its "
+               "running statistics (they stay as loaded); train = batch statistics",
+       .choices = {"eval", "train"}},
 
       {DDP_KEY(optim, name), .help = "optimizer", .choices = {"sgd", "adam", "adamw"}},
       {DDP_KEY(optim, lr), .help = "base learning rate", .range = above(0.0)},

@@ -140,6 +140,8 @@ std::string to_toml(const Config& cfg) {
     layers.push_back(std::move(layer));
   }
   root.get_as<toml::table>("model")->insert("layers", std::move(layers));
+  if (!cfg.optim.groups.empty())
+    root.get_as<toml::table>("optim")->insert("groups", groups_to_toml(cfg.optim.groups));
 
   std::ostringstream out;
   out << "# ddp_train: the resolved configuration (every key, defaults included).\n\n";

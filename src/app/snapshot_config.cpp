@@ -9,6 +9,10 @@ Config config_for_snapshot(const std::filesystem::path& snapshot,
                            const std::filesystem::path& config_file, const Overrides& overrides) {
   if (!config_file.empty()) return load_config(config_file, overrides);
   const auto meta = ckpt::read_meta(snapshot);
+  if (meta.config_toml.empty() && meta.kind == ckpt::kWeightsKind)
+    throw ConfigError(snapshot.string() + ": a weights file (imported from " + meta.imported_from +
+                      ") holds no configuration: give one with --config naming the model (its "
+                      "model.preset and model.stem) and the dataset");
   if (meta.config_toml.empty())
     throw ConfigError(snapshot.string() +
                       ": the snapshot holds no configuration; give the training one with --config");

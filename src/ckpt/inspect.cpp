@@ -30,6 +30,12 @@ std::string inspect(const std::filesystem::path& file) {
                 static_cast<unsigned long long>(fnv1a64(m.config_toml)));
 
   os << "snapshot      " << file.string() << "\n";
+  if (m.kind == kWeightsKind)
+    os << "weights file  imported from "
+       << (m.imported_from.empty() ? std::string("(unknown)") : m.imported_from) << " by "
+       << m.program_version
+       << ": parameters and batch-norm statistics only (no optimizer state, training position or "
+          "configuration); start a run from it with train.init, evaluate it with eval --config\n";
   os << "format        version " << m.format_version << ", written by ddp_train "
      << (m.program_version.empty() ? "(unknown version)" : m.program_version) << "\n";
   os << "position      epoch " << p.epoch << " completed";

@@ -1,8 +1,10 @@
 // restore: checks the whole snapshot against the model and optimizer first (collecting every
 // difference into one message), then copies; nothing changes unless everything fits.
 #include <algorithm>
+#include <optional>
 #include <set>
 
+#include "ddp/ckpt/init_weights.hpp"
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/error.hpp"
 #include "snapshot_layout.hpp"
@@ -54,7 +56,10 @@ void check_model(const Snapshot& s, const std::vector<layout::Entry>& entries,
       problems.push_back("not in the model: " + name + " (" + shape_str(shape) + ")");
 }
 
+// Every parameter with state in this run's optimizer (not frozen) has it in the snapshot, and
+// no other: the snapshot's run froze the same parameters.
 void check_optimizer(const Snapshot& s, const std::vector<layout::Entry>& entries,
+                     const optim::Optimizer& opt,
                      const std::vector<std::pair<std::string, Tensor>>& state,
                      const std::set<std::string>& fitting, std::vector<std::string>& problems) {
   std::set<std::string> ours, theirs;
@@ -69,12 +74,21 @@ void check_optimizer(const Snapshot& s, const std::vector<layout::Entry>& entrie
     const auto& tensors = s.optimizer.at(name);
     for (const auto& e : entries) {
       if (!e.is_param || !fitting.count(e.name)) continue;  // already reported for the model
+      const auto at = opt.state_offset(e.tensor->offset);
       const auto it = tensors.find(e.name);
-      if (it == tensors.end() ||
-          it->second.size() != static_cast<std::size_t>(e.tensor->tensor.numel()))
-        problems.push_back("optimizer state " + name + " of " + e.name + ": missing");
-      else if (e.tensor->offset + it->second.size() > static_cast<std::size_t>(t.numel()))
+      if (!at) {
+        if (it != tensors.end())
+          problems.push_back("optimizer state " + name + " of " + e.name +
+                             ": the snapshot has it, but this run freezes it (train.freeze must "
+                             "stay as the run began)");
+      } else if (it == tensors.end() ||
+                 it->second.size() != static_cast<std::size_t>(e.tensor->tensor.numel())) {
+        problems.push_back("optimizer state " + name + " of " + e.name +
+                           ": missing (frozen in the run that wrote the snapshot? train.freeze "
+                           "must stay as the run began)");
+      } else if (*at + it->second.size() > static_cast<std::size_t>(t.numel())) {
         throw Error("internal: optimizer state '" + name + "' is shorter than the parameters");
+      }
     }
   }
 }
@@ -82,6 +96,8 @@ void check_optimizer(const Snapshot& s, const std::vector<layout::Entry>& entrie
 }  // namespace
 
 void restore(const Snapshot& s, nn::Model& model, optim::Optimizer& opt) {
+  if (s.meta.kind == kWeightsKind)
+    throw ConfigError(weights_file_not_resumable(s.source.string(), s.meta));
   const auto entries = layout::model_entries(model);
   const auto state = opt.state();
   for (const auto& e : entries) require_host_for_restore(e.tensor->tensor, e.name);
@@ -89,7 +105,7 @@ void restore(const Snapshot& s, nn::Model& model, optim::Optimizer& opt) {
   std::vector<std::string> problems;
   std::set<std::string> fitting;
   check_model(s, entries, problems, fitting);
-  check_optimizer(s, entries, state, fitting, problems);
+  check_optimizer(s, entries, opt, state, fitting, problems);
   if (!problems.empty()) {
     std::string msg = "snapshot '" + s.source.string() + "' does not fit this run (" +
                       std::to_string(problems.size()) + " difference" +
@@ -108,9 +124,10 @@ void restore(const Snapshot& s, nn::Model& model, optim::Optimizer& opt) {
   for (const auto& [name, t] : state) {
     const auto& tensors = s.optimizer.at(name);
     for (const auto& e : entries) {
-      if (!e.is_param) continue;
+      const auto at = e.is_param ? opt.state_offset(e.tensor->offset) : std::nullopt;
+      if (!at) continue;
       const auto& src = tensors.at(e.name);
-      std::copy(src.begin(), src.end(), t.data() + e.tensor->offset);
+      std::copy(src.begin(), src.end(), t.data() + *at);
     }
   }
   opt.set_steps_taken(s.optimizer_steps);

@@ -20,7 +20,8 @@ constexpr std::int64_t kRootFailed = -1;
 }  // namespace
 
 std::optional<SnapshotState> broadcast_resume_state(
-    comm::Communicator& comm, const std::function<std::optional<SnapshotState>()>& load_on_root) {
+    comm::Communicator& comm, const std::function<std::optional<SnapshotState>()>& load_on_root,
+    const std::string& what) {
   std::optional<SnapshotState> state;
   std::exception_ptr error;
   std::string bytes;
@@ -42,7 +43,7 @@ std::optional<SnapshotState> broadcast_resume_state(
   if (comm.size() > 1) {
     comm.broadcast(std::as_writable_bytes(std::span<std::int64_t>(&length, 1)), 0);
     if (length == kRootFailed && comm.rank() != 0)
-      throw Error("rank 0 could not resume from its snapshot (see its error)");
+      throw Error("rank 0 could not " + what + " (see its error)");
   }
   if (error) std::rethrow_exception(error);
   if (comm.size() == 1 || length == kNoSnapshot) return state;

@@ -81,6 +81,8 @@ const std::vector<Field>& snapshot_fields() {
       {kMeta, "metrics_jsonl", kText, kRequired, DDP_FIELD(meta.metrics_jsonl)},
       {kMeta, "init_from", kAttr, kOptional, DDP_FIELD(meta.init_from)},
       {kMeta, "chunk", kAttr, kOptional, DDP_FIELD(meta.chunk)},
+      {kMeta, "kind", kAttr, kOptional, DDP_FIELD(meta.kind)},
+      {kMeta, "imported_from", kAttr, kOptional, DDP_FIELD(meta.imported_from)},
       {kOptimizer, "name", kAttr, kRequired, DDP_FIELD(optimizer_name)},
       {kOptimizer, "steps", kAttr, kRequired, DDP_FIELD(optimizer_steps)},
   };

@@ -2,6 +2,7 @@
 // temporary file, made durable, then renamed into place, so that a file with the final name is
 // always complete.
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "ddp/ckpt/snapshot.hpp"
@@ -18,6 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 using layout::Entry;
 
+// One state buffer of the optimizer ("momentum") and where each parameter's state lies in it
+// (nullopt: a frozen parameter, which has none and is not written).
 struct OptimizerState {
   std::string name;
   const float* flat;
@@ -29,13 +32,23 @@ void require_host_for_snapshot(const Tensor& t, const std::string& what) {
     throw Error("internal: snapshot of " + what + " on the GPU; copy it to the host first");
 }
 
-std::vector<OptimizerState> optimizer_state(optim::Optimizer& opt,
-                                            const std::vector<Entry>& entries) {
-  std::size_t needed = 0;
+// Each entry's place in the state buffers (parameters with state only).
+std::vector<std::optional<std::size_t>> state_offsets(const optim::Optimizer& opt,
+                                                      const std::vector<Entry>& entries) {
+  std::vector<std::optional<std::size_t>> out;
   for (const auto& e : entries)
-    if (e.is_param)
+    out.push_back(e.is_param ? opt.state_offset(e.tensor->offset) : std::nullopt);
+  return out;
+}
+
+std::vector<OptimizerState> optimizer_state(optim::Optimizer& opt,
+                                            const std::vector<Entry>& entries,
+                                            const std::vector<std::optional<std::size_t>>& at) {
+  std::size_t needed = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (at[i])
       needed =
-          std::max(needed, e.tensor->offset + static_cast<std::size_t>(e.tensor->tensor.numel()));
+          std::max(needed, *at[i] + static_cast<std::size_t>(entries[i].tensor->tensor.numel()));
   std::vector<OptimizerState> out;
   for (const auto& [name, t] : opt.state()) {
     require_host_for_snapshot(t, "optimizer state '" + name + "'");
@@ -48,19 +61,21 @@ std::vector<OptimizerState> optimizer_state(optim::Optimizer& opt,
 }
 
 // Groups "<root>/<layer>" for every layer that has tensors, in model order.
+// With `only`, the layers of the entries it marks.
 void create_layer_groups(hid_t f, const std::string& root, const std::vector<Entry>& entries,
-                         bool params_only) {
+                         const std::vector<std::optional<std::size_t>>* only = nullptr) {
   h5::create_group(f, root);
   std::set<std::string> done;
-  for (const auto& e : entries)
-    if ((e.is_param || !params_only) && done.insert(e.layer).second)
-      h5::create_group(f, layout::join(root, e.layer));
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if ((!only || (*only)[i]) && done.insert(entries[i].layer).second)
+      h5::create_group(f, layout::join(root, entries[i].layer));
 }
 
 // The whole file built in memory. HDF5 never touches the disk, so a full disk cannot leave a
 // half-closed file inside the library (HDF5 1.10 then crashes at exit); the bytes go out through
 // write_durably, whose errors are plain errno.
 std::vector<char> build_image(const fs::path& tmp, const std::vector<Entry>& entries,
+                              const std::vector<std::optional<std::size_t>>& state_at,
                               const std::vector<OptimizerState>& optimizer,
                               const SnapshotState& state) {
   const SnapshotMeta& meta = state.meta;
@@ -79,7 +94,7 @@ std::vector<char> build_image(const fs::path& tmp, const std::vector<Entry>& ent
   h5::File f(h5::check_id(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl, fapl),
                           "creating the file in memory"));
 
-  create_layer_groups(f, layout::kModel, entries, false);
+  create_layer_groups(f, layout::kModel, entries);
   for (const auto& e : entries)
     h5::write_tensor(f, layout::join(layout::kModel, layout::join(e.layer, e.leaf)),
                      e.tensor->tensor.data(), e.tensor->tensor.shape().dims());
@@ -88,11 +103,11 @@ std::vector<char> build_image(const fs::path& tmp, const std::vector<Entry>& ent
   write_fields(f, layout::kOptimizer, state);
   for (const auto& s : optimizer) {
     const std::string root = layout::join(layout::kOptimizer, s.name);
-    create_layer_groups(f, root, entries, true);
-    for (const auto& e : entries)
-      if (e.is_param)
+    create_layer_groups(f, root, entries, &state_at);
+    for (std::size_t i = 0; i < entries.size(); ++i)
+      if (const auto& e = entries[i]; state_at[i])
         h5::write_tensor(f, layout::join(root, layout::join(e.layer, e.leaf)),
-                         s.flat + e.tensor->offset, e.tensor->tensor.shape().dims());
+                         s.flat + *state_at[i], e.tensor->tensor.shape().dims());
   }
 
   h5::create_group(f, layout::kMeta);
@@ -121,7 +136,8 @@ void write_snapshot(const fs::path& file, const nn::Model& model, optim::Optimiz
   // Everything that can be refused without touching the disk comes first.
   const std::vector<Entry> entries = layout::model_entries(model);
   for (const auto& e : entries) require_host_for_snapshot(e.tensor->tensor, e.name);
-  const std::vector<OptimizerState> optimizer = optimizer_state(opt, entries);
+  const auto state_at = state_offsets(opt, entries);
+  const std::vector<OptimizerState> optimizer = optimizer_state(opt, entries, state_at);
   SnapshotState state{meta, optimizer_name, opt.steps_taken()};
   state.meta.format_version = kFormatVersion;
 
@@ -137,7 +153,7 @@ void write_snapshot(const fs::path& file, const nn::Model& model, optim::Optimiz
     std::vector<char> image;
     {
       h5::QuietErrors quiet;
-      image = build_image(tmp, entries, optimizer, state);
+      image = build_image(tmp, entries, state_at, optimizer, state);
     }
     const std::string error = write_durably(tmp, image.data(), image.size());
     if (!error.empty()) throw failure(error);

@@ -128,10 +128,22 @@ const Tensor& GraphExecutor::forward(const Tensor& x, const StepContext& ctx) {
     xs.clear();
     for (int p : plan_.inputs[i]) xs.push_back(p == kModelInput ? input_ : outs_[p]);
     if (probe_) probe_(LayerPass::forward, i, true);
-    layers_[i]->forward(xs, outs_[i], ctx);
+    if (ctx.mode == Mode::train && !eval_in_training_.empty() && eval_in_training_[i]) {
+      StepContext eval = ctx;
+      eval.mode = Mode::eval;
+      layers_[i]->forward(xs, outs_[i], eval);
+    } else {
+      layers_[i]->forward(xs, outs_[i], ctx);
+    }
     if (probe_) probe_(LayerPass::forward, i, false);
   }
   return outs_.back();
+}
+
+void GraphExecutor::set_frozen(std::vector<bool> eval_in_training,
+                               std::vector<bool> runs_backward) {
+  eval_in_training_ = std::move(eval_in_training);
+  runs_backward_ = std::move(runs_backward);
 }
 
 void GraphExecutor::backward(const Tensor& dy_last,
@@ -149,8 +161,9 @@ void GraphExecutor::backward(const Tensor& dy_last,
   }
   std::vector<Tensor> xs, dxs;
   std::vector<const Tensor*> dx_ptrs;
+  const auto runs = [&](std::size_t i) { return runs_backward_.empty() || runs_backward_[i]; };
   for (std::size_t i = count; i-- > 0;) {
-    if (!layers_[i]->is_view()) {
+    if (!layers_[i]->is_view() && runs(i)) {
       const auto& in = plan_.inputs[i];
       xs.clear();
       dxs.assign(in.size(), Tensor());
@@ -159,7 +172,7 @@ void GraphExecutor::backward(const Tensor& dy_last,
         const int p = in[k];
         xs.push_back(p == kModelInput ? input_ : outs_[static_cast<std::size_t>(p)]);
         const GradTarget& t = targets_[i][k];
-        if (t.root == kModelInput) continue;
+        if (t.root == kModelInput || !runs(static_cast<std::size_t>(p))) continue;
         dxs[k] = t.scratch >= 0
                      ? Tensor::view(scratch_[static_cast<std::size_t>(t.scratch)].data(),
                                     xs[k].shape(), be_.device())
@@ -171,7 +184,7 @@ void GraphExecutor::backward(const Tensor& dy_last,
       layers_[i]->backward(xs, outs_[i], dy, dx_ptrs);
       for (std::size_t k = 0; k < in.size(); ++k) {
         const GradTarget& t = targets_[i][k];
-        if (t.scratch < 0) continue;
+        if (t.scratch < 0 || !dx_ptrs[k]) continue;
         const Tensor sum = grad_view(t.root, plan_.out_shapes[static_cast<std::size_t>(in[k])], n);
         be_.add(dxs[k].numel(), dxs[k].data(), sum.data());
       }

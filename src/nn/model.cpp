@@ -100,6 +100,97 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input, std::int64
     if (end > 0) grad_ranges_[li] = {begin, end};
     layers_[li]->bind(p, g, b);
   }
+  trained_ranges_.assign(layers_.size(), {});
+  for (std::size_t li = 0; li < layers_.size(); ++li)
+    if (grad_ranges_[li].second > 0) trained_ranges_[li] = {grad_ranges_[li]};
+}
+
+void Model::freeze(const std::vector<bool>& frozen, bool bn_eval) {
+  if (frozen.size() != named_params_.size())
+    throw Error("internal: freeze flags for " + std::to_string(frozen.size()) + " of " +
+                std::to_string(named_params_.size()) + " parameters");
+  const std::size_t n = layers_.size();
+  std::vector<bool> trains(n, false), has_params(n, false);
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> ranges(n);
+  frozen_written_.clear();
+  for (std::size_t j = 0; j < named_params_.size(); ++j) {
+    const auto& p = named_params_[j];
+    has_params[p.layer] = true;
+    const std::pair<std::size_t, std::size_t> r{
+        p.offset, p.offset + align_up(static_cast<std::size_t>(p.tensor.numel()))};
+    if (frozen[j]) continue;
+    trains[p.layer] = true;
+    auto& rs = ranges[p.layer];
+    if (!rs.empty() && rs.back().second == r.first)
+      rs.back().second = r.second;
+    else
+      rs.push_back(r);
+  }
+  // A layer's backward runs where it trains or something below it does (layers are in
+  // topological order); a batch norm that does not train normalises with its running statistics.
+  std::vector<bool> eval(n, false), runs(n, false);
+  for (std::size_t li = 0; li < n; ++li) {
+    runs[li] = trains[li];
+    for (int in : layer_inputs(li))
+      if (in != kModelInput && runs[static_cast<std::size_t>(in)]) runs[li] = true;
+    eval[li] = bn_eval && has_params[li] && !trains[li] && layers_[li]->spec().type == "batchnorm";
+    if (eval[li] && runs[li]) {
+      // Name a layer below that trains: the first one found going down its inputs.
+      std::size_t below = li;
+      while (!trains[below])
+        for (int in : layer_inputs(below))
+          if (in != kModelInput && runs[static_cast<std::size_t>(in)]) {
+            below = static_cast<std::size_t>(in);
+            break;
+          }
+      throw ConfigError("train.freeze: batch norm '" + layers_[li]->name() +
+                        "' is frozen and so normalises with its running statistics (eval mode), "
+                        "but '" +
+                        layers_[below]->name() +
+                        "' below it trains: its gradient would pass through batch norm in eval "
+                        "mode, which is not implemented; freeze the layers below it too, or keep "
+                        "frozen batch norm in training mode (train.frozen_bn = \"train\")");
+    }
+  }
+  for (std::size_t j = 0; j < named_params_.size(); ++j)
+    if (frozen[j] && runs[named_params_[j].layer])
+      frozen_written_.push_back(
+          {named_params_[j].offset, static_cast<std::size_t>(named_params_[j].tensor.numel())});
+  const bool any = std::find(frozen.begin(), frozen.end(), true) != frozen.end();
+  if (!any) {
+    frozen_.clear();
+    eval_in_training_.clear();
+    runs_backward_.clear();
+    for (std::size_t li = 0; li < n; ++li)
+      trained_ranges_[li] = grad_ranges_[li].second > 0
+                                ? std::vector<std::pair<std::size_t, std::size_t>>{grad_ranges_[li]}
+                                : std::vector<std::pair<std::size_t, std::size_t>>{};
+    graph_->set_frozen({}, {});
+    return;
+  }
+  frozen_ = frozen;
+  eval_in_training_ = eval;
+  runs_backward_ = runs;
+  trained_ranges_ = std::move(ranges);
+  graph_->set_frozen(eval_in_training_, runs_backward_);
+  // Layers whose backward never runs never write their gradients: they stay 0 from here on.
+  be_.fill(grads_.numel(), 0.0f, grads_.data());
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> Model::trained_buffer_ranges() const {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  const std::size_t total = static_cast<std::size_t>(buffers_.host().numel());
+  // Named buffers lie in layer order; each reaches up to the next (padding included).
+  for (std::size_t j = 0; j < named_buffers_.size(); ++j) {
+    const auto& b = named_buffers_[j];
+    if (eval_in_training(b.layer)) continue;
+    const std::size_t end = j + 1 < named_buffers_.size() ? named_buffers_[j + 1].offset : total;
+    if (!out.empty() && out.back().second == b.offset)
+      out.back().second = end;
+    else
+      out.emplace_back(b.offset, end);
+  }
+  return out;
 }
 
 std::int64_t Model::num_parameters() const {
@@ -196,6 +287,10 @@ void Model::backward(const Tensor& dlogits, const std::function<void(std::size_t
   graph_->backward(dlogits, [&](std::size_t i) {
     if (on_layer_done && grad_ranges_[i].second > 0) on_layer_done(i);
   });
+  // Frozen parameters of layers whose backward ran (a gradient passed through them): their
+  // gradients are no one's, and the loss scaler's overflow check reads every gradient.
+  for (const auto& [offset, count] : frozen_written_)
+    be_.fill(static_cast<std::int64_t>(count), 0.0f, grads_.data() + offset);
 }
 
 void Model::set_batch_stats_reducer(BatchStatsReducer* reducer) {
@@ -205,11 +300,14 @@ void Model::set_batch_stats_reducer(BatchStatsReducer* reducer) {
 }
 
 void Model::step_without_samples(const std::function<void(std::size_t)>& on_layer_done) {
-  for (auto& l : layers_)
-    if (auto* u = dynamic_cast<UsesBatchStatsReducer*>(l.get())) u->forward_without_samples();
+  // As a forward and backward with samples would: no statistics of layers in eval mode, no
+  // backward where none runs.
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    if (auto* u = dynamic_cast<UsesBatchStatsReducer*>(layers_[i].get()))
+      if (!eval_in_training(i)) u->forward_without_samples();
   for (std::size_t i = layers_.size(); i-- > 0;) {
     if (auto* u = dynamic_cast<UsesBatchStatsReducer*>(layers_[i].get()))
-      u->backward_without_samples();
+      if (runs_backward(i)) u->backward_without_samples();
     if (on_layer_done && grad_ranges_[i].second > 0) on_layer_done(i);
   }
 }

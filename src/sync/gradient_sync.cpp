@@ -20,21 +20,28 @@ std::vector<Bucket> plan_buckets(const nn::Model& model, std::size_t cap_bytes,
   Bucket cur;
   bool open = false;
   for (std::size_t i = model.num_layers(); i-- > 0;) {
-    const auto [b, e] = model.grad_range(i);
-    if (e == 0) continue;
-    if (!open) {
-      cur = Bucket{b, e, i, i};
-      open = true;
-    } else {
+    // Only what trains travels: frozen parameters (train.freeze) are gaps between the ranges.
+    const auto& ranges = model.trained_grad_ranges(i);
+    for (auto r = ranges.rbegin(); r != ranges.rend(); ++r) {
+      const auto [b, e] = *r;
       // Layers sit in forward order in the flat buffer, so going down the layers extends the
-      // bucket's range downwards and it stays contiguous.
-      cur.begin = b;
-      cur.lowest_layer = i;
-    }
-    const std::size_t cap = out.empty() ? first_cap_bytes : cap_bytes;
-    if ((cur.end - cur.begin) * sizeof(float) >= cap) {
-      out.push_back(cur);
-      open = false;
+      // bucket's range downwards; a frozen gap ends it, so that it stays contiguous.
+      if (open && cur.begin != e) {
+        out.push_back(cur);
+        open = false;
+      }
+      if (!open) {
+        cur = Bucket{b, e, i, i};
+        open = true;
+      } else {
+        cur.begin = b;
+        cur.lowest_layer = i;
+      }
+      const std::size_t cap = out.empty() ? first_cap_bytes : cap_bytes;
+      if ((cur.end - cur.begin) * sizeof(float) >= cap) {
+        out.push_back(cur);
+        open = false;
+      }
     }
   }
   if (open) out.push_back(cur);
@@ -125,7 +132,11 @@ void GradientSync::finish() {
       // Host-timed: the whole wait with MPI; with NCCL in training only the enqueueing (the
       // compute stream waits; the trainer times that on the device, DeviceStepTimer).
       const auto t0 = std::chrono::steady_clock::now();
-      comm_.allreduce_sum(grads);
+      if (model_.any_frozen())  // what trains only: the buckets' ranges
+        for (const Bucket& b : buckets_)
+          comm_.allreduce_sum(grads.subspan(b.begin, b.end - b.begin));
+      else
+        comm_.allreduce_sum(grads);
       stats_.exposed_s += seconds_since(t0);
       if (timing_) times_.push_back({0, t0, std::chrono::steady_clock::now()});
     }

@@ -25,14 +25,27 @@ void average_buffers(comm::Communicator& comm, nn::Model& model, std::int64_t sa
   comm.allreduce_sum(std::span<std::int64_t>(&total, 1));
   if (total <= 0) return;
   model.pull_state();
-  auto b = model.host_buffers();
+  // Only the statistics training changed: a frozen batch norm in eval mode keeps its own bitwise
+  // (an average of equal values need not round back to the value).
+  const auto all = model.host_buffers();
+  std::vector<std::span<float>> parts;
+  std::size_t count = 0;
+  for (const auto& [begin, end] : model.trained_buffer_ranges()) {
+    parts.push_back(all.subspan(begin, end - begin));
+    count += end - begin;
+  }
+  if (count == 0) return;  // every batch norm frozen in eval mode: the same on every rank
   // Weighted in double and rounded to float once, by the same arithmetic on every rank.
-  std::vector<double> sum(b.size());
+  std::vector<double> sum(count);
   const auto weight = static_cast<double>(samples);
-  for (std::size_t i = 0; i < b.size(); ++i) sum[i] = weight * static_cast<double>(b[i]);
+  std::size_t at = 0;
+  for (const auto b : parts)
+    for (const float v : b) sum[at++] = weight * static_cast<double>(v);
   comm.allreduce_sum(std::span<double>(sum));
   const double inv = 1.0 / static_cast<double>(total);
-  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(sum[i] * inv);
+  at = 0;
+  for (const auto b : parts)
+    for (float& v : b) v = static_cast<float>(sum[at++] * inv);
   model.push_state();
 }
 

@@ -87,6 +87,11 @@ std::vector<std::int64_t> reproducible_shares(const Options& train, std::int64_t
     throw ConfigError("train.accumulate = " + std::to_string(train.accumulate) +
                       " with train.reproducible: the chunks (train.chunk) are the micro-batches; "
                       "leave train.accumulate at 1");
+  // The chunk replicas train every parameter and keep batch norm in training mode: frozen
+  // layers (fine-tuning) are not in them yet.
+  if (!train.freeze.empty())
+    throw ConfigError("train.freeze with train.reproducible: frozen layers are not supported in "
+                      "reproducible mode yet; leave train.freeze empty or train.reproducible off");
   const auto& cap = train.max_micro_batch;
   if (!cap.word.empty() || (!cap.numbers.empty() && cap.numbers[0] != 0.0))
     throw ConfigError(

@@ -53,6 +53,7 @@ void Checkpointer::save(std::int64_t epoch, std::int64_t step_in_epoch,
   if (step_in_epoch > 0) meta.epoch_progress = state_.progress;
   meta.rank_shares = shares;
   meta.chunk = cfg_.train.reproducible ? cfg_.train.chunk : 0;
+  meta.init_from = state_.init_from;
   if (scaler_.enabled()) {
     meta.loss_scale = scaler_.scale();
     meta.loss_scale_good_steps = scaler_.good_steps();
@@ -125,6 +126,7 @@ std::vector<std::int64_t> Checkpointer::resume(const BatchPlan& plan,
   state_.run_train_s = m.run_train_s;
   state_.epoch_carry = m.epoch_progress;
   state_.history = m.metrics_jsonl;
+  state_.init_from = m.init_from;
   const std::vector<std::int64_t>& shares = m.rank_shares;  // the run's measured shares, if kept
   // train.rank_shares = auto keeps the shares the run had measured, on as many ranks and with the
   // same global batch; otherwise it starts equal again (and a given list is the configuration's).

@@ -40,9 +40,13 @@ std::string to_json(const RunRecord& r) {
                         {"config_changes", s.config_changes},
                         {"exit", s.exit},
                         {"epochs_done", s.epochs_done}});
-  const json j = {{"run_id", r.run_id},           {"status", r.status},
-                  {"config_hash", r.config_hash}, {"epochs", r.epochs},
-                  {"epochs_done", r.epochs_done}, {"segments", segments}};
+  json j = {{"run_id", r.run_id},
+            {"status", r.status},
+            {"config_hash", r.config_hash},
+            {"epochs", r.epochs},
+            {"epochs_done", r.epochs_done}};
+  if (!r.init_from.empty()) j["init_from"] = r.init_from;  // fine-tuned runs only
+  j["segments"] = segments;
   return j.dump(2) + "\n";
 }
 
@@ -55,6 +59,7 @@ RunRecord parse_run_record(const std::string& text, const std::string& source) {
     r.config_hash = j.at("config_hash").get<std::string>();
     r.epochs = j.at("epochs").get<std::int64_t>();
     r.epochs_done = j.at("epochs_done").get<std::int64_t>();
+    r.init_from = j.value("init_from", std::string());
     for (const auto& s : j.at("segments")) {
       RunSegment seg;
       seg.number = s.at("segment").get<std::int64_t>();

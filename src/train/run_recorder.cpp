@@ -20,6 +20,8 @@ RunRecorder::RunRecorder(bool active, const RunStart& start, const Setup& cfg, i
   record.config_hash = config_hash(cfg.resolved_toml);
   record.epochs = cfg.train.epochs;
   record.epochs_done = start_epoch;
+  // A fresh start records the file it starts from; a resume keeps what the run started from.
+  if (start.snapshot.empty()) record.init_from = cfg.train.init;
   RunSegment seg;
   seg.number = static_cast<std::int64_t>(record.segments.size()) + 1;
   seg.start = utc_now();

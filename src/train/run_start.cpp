@@ -13,6 +13,7 @@
 #include <regex>
 #include <set>
 
+#include "ddp/ckpt/init_weights.hpp"
 #include "ddp/ckpt/snapshot.hpp"
 #include "ddp/error.hpp"
 #include "ddp/train/config_changes.hpp"
@@ -357,6 +358,8 @@ Decision decide(const Setup& cfg, std::int64_t world, std::vector<std::string>& 
     file = fs::path(resume);
   }
   const ckpt::SnapshotMeta meta = ckpt::read_meta(*file);
+  if (meta.kind == ckpt::kWeightsKind)
+    throw ConfigError(ckpt::weights_file_not_resumable(file->string(), meta));
   const bool origin = record && file->string() == origin_of(*record);
   if (record && !origin && meta.run_id != record->run_id)
     throw ConfigError(

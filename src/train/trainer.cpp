@@ -15,13 +15,13 @@
 #include "ddp/data/transform_description.hpp"
 #include "ddp/error.hpp"
 #include "ddp/nn/memory_estimate.hpp"
-#include "ddp/nn/norm_and_bias.hpp"
 #include "ddp/runtime/runtime.hpp"
 #include "ddp/runtime/signals.hpp"
 #include "ddp/sync/replica.hpp"
 #include "ddp/train/auto_caps.hpp"
 #include "ddp/train/chunk_plan.hpp"
 #include "ddp/train/epoch_figures.hpp"
+#include "ddp/train/fine_tune.hpp"
 #include "ddp/train/memory_check.hpp"
 #include "ddp/train/progress_log.hpp"
 #include "ddp/train/rank_balance.hpp"
@@ -70,10 +70,10 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
   model_ = std::make_unique<nn::Model>(cfg_.model.layers, data_.input, classes, *be_);
   loss_ = std::make_unique<nn::SoftmaxCrossEntropy>(*be_, classes, cfg_.train.label_smoothing);
   model_->init_parameters(cfg_.train.seed);
+  freeze_parameters(*model_, cfg_.train);  // before the optimizer: no state for what is frozen
   // Every replica starts from rank 0's weights (identical already by seed; this makes it a fact).
   sync::broadcast_state(comm_, *model_);
-  opt_ = optim::Optimizer::create(cfg_.optim, *be_, model_->params().size(),
-                                  nn::norm_and_bias_ranges(*model_));
+  opt_ = make_optimizer(cfg_.optim, *be_, *model_);
   if (auto_caps)
     plan_ = plan_.with_caps(gather_auto_caps(plan_, *be_, *model_, cfg_.model.layers, comm_, out_));
   // (Reproducible mode sums batch-norm statistics over the chunks itself: chunk_step.hpp.)
@@ -287,6 +287,8 @@ TrainResult Trainer::run(const RunStart& start) {
     ckpt::remove_stale_temp_files(cfg_.run.dir);
   }
   resume();
+  // train.init: a fresh start takes the file's weights (a resume has its snapshot's).
+  if (start.snapshot.empty()) state_.init_from = apply_init(*model_, cfg_.train.init, comm_, out_);
   // Rank 0 records the segment: a previous one still "running" ended without a word.
   RunRecorder record(root, start, cfg_, comm_.size(), state_.start_epoch, state_.start_step);
   segment_ = record.segment();
@@ -312,7 +314,8 @@ void Trainer::print_banner(std::int64_t segment) {
   out_ << data_line(train_set().size(), test_set().size(), model_->input_shape(),
                     train_set().num_classes(), steps_per_epoch_, plan_,
                     pending_shares_.empty() ? plan_.shares() : pending_shares_);
-  out_ << data_.note << data::describe_transforms(cfg_.data, data_.norm);
+  out_ << data_.note << data::describe_transforms(cfg_.data, data_.norm)
+       << freeze_line(*model_, sync_->buckets());
   if (plan_.chunk() > 0) out_ << reproducible_line(plan_, backend::compute_threads());
   out_ << "run: " << state_.run_id << ", segment " << segment << ", in " << cfg_.run.dir << "\n";
   out_.flush();

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -177,6 +178,83 @@ TEST(SyncReplica, AverageBuffersWeightsEachRankBySamples) {
   fill(static_cast<float>(r.rank() + 7));
   average_buffers(*r.comm, model, 0);
   for (const float b : model.host_buffers()) ASSERT_EQ(b, static_cast<float>(r.rank() + 7));
+}
+
+// train.freeze: frozen parameters' gradients never travel. Every gradient is rank + 1 before the
+// step; after it the trained ones hold the sum over the ranks, the frozen ones still rank + 1 (on
+// one rank nothing travels at all). The buckets hold exactly the trained ranges.
+void expect_frozen_gradients_stay_home(bool overlap) {
+  Rank r;
+  nn::Model model(net(true), kInput, kClasses, *r.be);
+  // conv1 trains, bn1 and fc1 are frozen: two gaps in the flat buffer.
+  std::vector<bool> frozen;
+  for (const auto& p : model.named_params())
+    frozen.push_back(p.name.starts_with("bn1.") || p.name.starts_with("fc1."));
+  model.freeze(frozen, false);
+  GradientSync sync(model, *r.comm, SyncOptions{64, 64, overlap, 1});
+  std::vector<bool> trained(model.grads().size(), false), in_bucket(model.grads().size(), false);
+  for (std::size_t i = 0; i < model.num_layers(); ++i)
+    for (const auto& [b, e] : model.trained_grad_ranges(i))
+      for (std::size_t k = b; k < e; ++k) trained[k] = true;
+  for (const auto& b : sync.buckets())
+    for (std::size_t k = b.begin; k < b.end; ++k) in_bucket[k] = true;
+  EXPECT_EQ(in_bucket, trained);
+  for (const auto& p : model.named_params())
+    EXPECT_EQ(trained[p.offset], !(p.name.starts_with("bn1.") || p.name.starts_with("fc1.")))
+        << p.name;
+
+  auto grads = model.grads();
+  std::fill(grads.begin(), grads.end(), static_cast<float>(r.rank() + 1));
+  sync.begin(1);
+  model.step_without_samples(sync.hook());  // the hook as backward calls it (no batch norm sync)
+  sync.after_micro_batch();
+  sync.finish();
+  const float sum = static_cast<float>(r.size() * (r.size() + 1) / 2);
+  for (std::size_t k = 0; k < grads.size(); ++k)
+    ASSERT_EQ(grads[k], trained[k] ? sum : static_cast<float>(r.rank() + 1))
+        << "gradient " << k << ", rank " << r.rank() << " of " << r.size();
+}
+
+TEST(SyncGradient, FrozenGradientsStayHomeOverlapped) {
+  expect_frozen_gradients_stay_home(true);
+}
+
+TEST(SyncGradient, FrozenGradientsStayHomeBlocking) {
+  expect_frozen_gradients_stay_home(false);
+}
+
+// A frozen batch norm in eval mode keeps its running statistics bitwise: average_buffers leaves
+// them alone (an average of equal values need not round back to them) and averages the others.
+TEST(SyncReplica, AverageBuffersLeavesFrozenBatchNormStatistics) {
+  Rank r;
+  std::vector<nn::LayerSpec> specs = {
+      L("conv2d", "conv1", 3, 3, 1), L("batchnorm", "bn1"),      L("relu", "relu1"),
+      L("conv2d", "conv2", 3, 3, 1), L("batchnorm", "bn2"),      L("relu", "relu2"),
+      L("flatten", "flat"),          L("linear", "fc", kClasses)};
+  nn::Model model(specs, kInput, kClasses, *r.be);
+  std::vector<bool> frozen;
+  for (const auto& p : model.named_params())
+    frozen.push_back(p.name.starts_with("conv1.") || p.name.starts_with("bn1."));
+  model.freeze(frozen, true);
+  for (const auto& b : model.named_buffers())
+    for (std::int64_t i = 0; i < b.tensor.numel(); ++i)
+      b.tensor.data()[i] = b.name.starts_with("bn1.") ? 0.1f * static_cast<float>(i + 1) / 3.0f
+                                                      : static_cast<float>(r.rank() + 1);
+  model.push_state();
+  average_buffers(*r.comm, model, 2 * r.rank() + 1);
+  double num = 0, den = 0;
+  for (int q = 0; q < r.size(); ++q) {
+    num += (2 * q + 1.0) * (q + 1.0);
+    den += 2 * q + 1.0;
+  }
+  for (const auto& b : model.named_buffers())
+    for (std::int64_t i = 0; i < b.tensor.numel(); ++i) {
+      if (b.name.starts_with("bn1."))
+        ASSERT_EQ(b.tensor.data()[i], 0.1f * static_cast<float>(i + 1) / 3.0f) << b.name;
+      else
+        ASSERT_FLOAT_EQ(b.tensor.data()[i], r.size() == 1 ? 1.0f : static_cast<float>(num / den))
+            << b.name;
+    }
 }
 
 TEST(SyncReplica, CheckReplicasNamesTheRanksThatDiffer) {

@@ -56,6 +56,11 @@ using nn::layer_label;
 // Reads `[[model.layers]]` (node = the value of model.layers); `file` prefixes messages.
 std::vector<nn::LayerSpec> parse_layers(const toml::node& node, const std::string& file);
 
+// Reads `[[optim.groups]]` (node = the value of optim.groups); `file` prefixes messages.
+std::vector<optim::GroupOptions> parse_groups(const toml::node& node, const std::string& file);
+// The groups as the resolved configuration writes them.
+toml::array groups_to_toml(const std::vector<optim::GroupOptions>& groups);
+
 // The full configuration (every schema key and the layer list) as TOML text that load_config reads
 // back to the same Config.
 std::string to_toml(const Config& cfg);

@@ -54,7 +54,7 @@ struct Range {
 // The Config field a key is stored in. The pointer's type fixes the key's ValueType, so the table
 // cannot declare a type that disagrees with the struct.
 using ConfigField = std::variant<std::int64_t*, std::uint64_t*, double*, bool*, std::string*,
-                                 std::vector<double>*, WordOrNumbers*>;
+                                 std::vector<double>*, WordOrNumbers*, std::vector<std::string>*>;
 
 struct ConfigKey {
   std::string_view name;  // "train.epochs"

@@ -19,6 +19,8 @@
 namespace ddp::ckpt {
 
 inline constexpr std::int64_t kFormatVersion = 1;
+inline constexpr const char* kSnapshotKind = "snapshot";
+inline constexpr const char* kWeightsKind = "weights";
 
 // Where training stands. Ordered lexicographically: a later position compares greater.
 struct TrainingPosition {
@@ -69,6 +71,12 @@ struct SnapshotMeta {
   // train.reproducible: the chunk size the run trained with (its sums depend on it), 0 when it
   // was not reproducible (or an older file).
   std::int64_t chunk = 0;
+  // What the file is: kSnapshotKind, a run's snapshot (everything to continue it), or
+  // kWeightsKind, a weights file (scripts/torch_to_snapshot.py): parameters and batch-norm
+  // statistics only, with no optimizer state, training position or configuration; train.init and
+  // eval take it, a resume refuses it.
+  std::string kind = kSnapshotKind;
+  std::string imported_from;  // a weights file: the file it was made from ("resnet18.pth")
 };
 
 // Everything a snapshot holds besides its tensors. Each member is one row of the field table

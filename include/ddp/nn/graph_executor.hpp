@@ -34,6 +34,11 @@ class GraphExecutor {
   // From the gradient of the last layer's output, through every layer of the last forward.
   // on_layer_done(i) runs right after layer i's backward, in reverse order.
   void backward(const Tensor& dy_last, const std::function<void(std::size_t)>& on_layer_done);
+  // Frozen parameters (Model::freeze): the layers whose forward runs in eval mode in a training
+  // step (frozen batch norm), and the layers whose backward runs (the others have nothing at or
+  // below them that trains: no gradient is computed there, nor handed down to them). Empty: none,
+  // and every layer's.
+  void set_frozen(std::vector<bool> eval_in_training, std::vector<bool> runs_backward);
   // Floats held for activations and gradients (for memory reports and tests).
   std::int64_t activation_floats() const;
   std::int64_t gradient_floats() const;
@@ -65,6 +70,7 @@ class GraphExecutor {
   std::vector<Tensor> outs_;
   std::int64_t last_n_ = 0;
   Mode last_mode_ = Mode::eval;
+  std::vector<bool> eval_in_training_, runs_backward_;
   LayerProbe probe_;
 };
 

@@ -75,6 +75,35 @@ class Model {
   // [begin, end) of layer i's gradients in the flat buffer (empty when it has no parameters).
   std::pair<std::size_t, std::size_t> grad_range(std::size_t layer) const;
 
+  // train.freeze: frozen[j] for named_params()[j]. A frozen parameter gets no gradient (its
+  // entries of grads() are 0 after every backward, and a layer's backward runs only where a layer
+  // at or below it trains), and what updates parameters leaves it alone (optim::param_infos reads
+  // these flags). With bn_eval, a batch-norm layer whose parameters are all frozen normalises with
+  // its running statistics in training too (eval mode; they then stay as they are), as PyTorch's
+  // model.eval() on a frozen block; without, it trains as before (batch statistics, running
+  // statistics updated). Throws ConfigError when such an eval-mode batch norm lies above a layer
+  // that trains: the gradient through it would need its eval-mode backward, which no backend has.
+  void freeze(const std::vector<bool>& frozen, bool bn_eval);
+  bool is_frozen(std::size_t param) const { return !frozen_.empty() && frozen_[param]; }
+  bool any_frozen() const { return !frozen_.empty(); }
+  // The parts of layer i's gradient range that train (all of grad_range(i) without frozen
+  // parameters), ascending and merged.
+  const std::vector<std::pair<std::size_t, std::size_t>>& trained_grad_ranges(
+      std::size_t layer) const {
+    return trained_ranges_.at(layer);
+  }
+  // Whether layer i runs in eval mode in training (a frozen batch norm with bn_eval), and whether
+  // its backward runs at all.
+  bool eval_in_training(std::size_t layer) const {
+    return !eval_in_training_.empty() && eval_in_training_[layer];
+  }
+  bool runs_backward(std::size_t layer) const {
+    return runs_backward_.empty() || runs_backward_[layer];
+  }
+  // The ranges of the flat buffers (buffers()) that training changes: all but those of the layers
+  // in eval mode, ascending and merged (sync::average_buffers averages only these).
+  std::vector<std::pair<std::size_t, std::size_t>> trained_buffer_ranges() const;
+
   const Shape& input_shape() const { return input_; }
   std::int64_t num_classes() const { return num_classes_; }
   double forward_flops() const;  // per sample
@@ -112,6 +141,11 @@ class Model {
   std::vector<NamedTensor> named_params_, named_buffers_;
   std::vector<ParamSpec> param_specs_, buffer_specs_;  // parallel to named_*
   std::vector<std::pair<std::size_t, std::size_t>> grad_ranges_;
+  // train.freeze (empty: nothing frozen): per parameter, and per layer.
+  std::vector<bool> frozen_, eval_in_training_, runs_backward_;
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> trained_ranges_;
+  // (offset, count) of frozen parameters whose layer's backward runs: zeroed after backward.
+  std::vector<std::pair<std::size_t, std::size_t>> frozen_written_;
   std::unique_ptr<GraphExecutor> graph_;
 };
 

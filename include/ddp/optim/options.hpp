@@ -2,9 +2,21 @@
 // What the optimizer and the learning-rate schedule read: defined here, in their room, and
 // aggregated by app::Config (optim and schedule sections of the configuration).
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace ddp::optim {
+
+// One [[optim.groups]] table: the parameters its patterns match (optim/param_pattern.hpp) train
+// with their own learning-rate factor and weight decay. A parameter belongs to the first group
+// that matches it; the others to the default group (optim.lr, optim.weight_decay).
+struct GroupOptions {
+  std::vector<std::string> match;      // names, prefixes, globs ("*.bias", "fc.*") or kinds ("bn")
+  double lr_mult = 1.0;                // the group's lr = lr_mult x the schedule's lr
+  std::optional<double> weight_decay;  // unset: optim.weight_decay (and no_decay_norm_bias)
+  std::int64_t line = 0;               // in the config file, for messages (0: unknown)
+};
 
 struct Options {
   std::string name = "sgd";  // sgd | adam | adamw
@@ -15,7 +27,8 @@ struct Options {
   double beta1 = 0.9;         // adam/adamw
   double beta2 = 0.999;
   double eps = 1e-8;
-  bool no_decay_norm_bias = false;  // no weight decay on batch-norm parameters and biases
+  bool no_decay_norm_bias = false;   // no weight decay on batch-norm parameters and biases
+  std::vector<GroupOptions> groups;  // [[optim.groups]], in file order
 };
 
 struct ScheduleOptions {

@@ -6,7 +6,8 @@
 // (PyTorch DDP's reducer: a small first bucket, then up to a cap); during the last micro-batch's
 // backward a bucket's non-blocking all-reduce starts the moment backward has finished the last
 // layer that feeds it, and is progressed between the remaining layers; finish() waits for all.
-// Not overlapped: finish() all-reduces the whole buffer at once. On one rank nothing travels; the
+// Not overlapped: finish() all-reduces the whole buffer at once (the buckets' ranges one by one
+// when parameters are frozen). On one rank nothing travels; the
 // micro-batches are still summed.
 //
 // A step, on every rank (ranks may run different numbers of micro-batches):
@@ -33,7 +34,9 @@ struct Bucket {
 };
 
 // Bucket layout for a model: reverse layer order, the first bucket capped at first_cap_bytes, the
-// others at cap_bytes (a layer larger than the cap gets a bucket of its own).
+// others at cap_bytes (a layer larger than the cap gets a bucket of its own). Only the gradients
+// of parameters that train are in a bucket: frozen ones (nn::Model::freeze) never travel, and a
+// bucket ends where they interrupt the buffer.
 std::vector<Bucket> plan_buckets(const nn::Model& model, std::size_t cap_bytes,
                                  std::size_t first_cap_bytes);
 

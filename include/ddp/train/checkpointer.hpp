@@ -27,6 +27,7 @@ struct RunState {
   std::int64_t samples_seen = 0;  // global samples trained
   std::int64_t start_epoch = 0, start_step = 0;  // where this segment starts (a resume's position)
   std::string history;                           // metrics.jsonl lines so far
+  std::string init_from;     // train.init: the weights file the run started from (snapshots say it)
   double run_train_s = 0.0;  // the run's training time before this segment (from the snapshot)
   std::chrono::steady_clock::time_point segment_t0 = std::chrono::steady_clock::now();
   ckpt::EpochProgress epoch_carry;  // the resumed epoch's totals before this segment

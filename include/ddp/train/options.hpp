@@ -62,6 +62,13 @@ struct Options {
   std::int64_t chunk = 32;
   std::string resume;          // "" (start fresh) | "auto" (newest snapshot in run.dir) | a path
   std::int64_t keep_last = 3;  // snapshots kept in run.dir (0 = all)
+  // Fine-tuning (docs/finetuning.md). A new run starts from this file's tensors: a weights file
+  // (scripts/torch_to_snapshot.py) or any run's snapshot of the same model ("": seeded init).
+  std::string init;
+  // Parameters that do not train: names, prefixes, globs or kinds (optim/param_pattern.hpp).
+  std::vector<std::string> freeze;
+  // A batch norm whose parameters are all frozen: "eval" (its running statistics) or "train".
+  std::string frozen_bn = "eval";
 };
 
 struct Setup {

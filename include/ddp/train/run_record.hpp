@@ -30,6 +30,7 @@ struct RunRecord {
   std::string config_hash;         // of the latest segment's configuration
   std::int64_t epochs = 0;         // the latest segment's train.epochs
   std::int64_t epochs_done = 0;
+  std::string init_from;  // train.init: the weights file the run started from ("" for none)
   std::vector<RunSegment> segments;
 };
 

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# scripts/torch_to_snapshot.py (issue 31: import parity and bad input):
+#  - torchvision's resnet18 and mobilenet_v2 built with the cifar stem, random weights (seeded) and
+#    the running statistics of real images, saved with torch.save(model.state_dict()), imported
+#    and evaluated by `ddp_train eval --dump-logits` give torchvision's logits (float64) within
+#    1e-4 on 256 real CIFAR-10 test images; inspect calls the file a weights file; eval without
+#    --config says the file holds no configuration; a resume refuses it;
+#  - bad input, each a clear error naming the tensor, and no file written: a .pth of another
+#    architecture (named: "matches resnet34"), a missing key, an extra key, a shape that differs
+#    outside the head, a missing num_batches_tracked, a value that is not finite, a --stem that
+#    contradicts conv1, a file that is not a state_dict.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/pack/find_python.sh"
+find_python torch torchvision h5py numpy
+[ -f "$CIFAR/test_batch.bin" ] || skip "no CIFAR-10 at $CIFAR"
+IMPORT="$SRC/scripts/torch_to_snapshot.py"
+HELP="$SRC/tests/integration/torch_import.py"
+
+cat > "$WORK/cifar.toml" << EOF
+[data]
+dataset = "cifar10"
+root = "$CIFAR"
+normalize = "config"
+mean = [0.5]
+std = [0.5]
+test_limit = 256
+limit_subset = "first"
+[model]
+stem = "cifar"
+EOF
+
+for preset in resnet18 mobilenet_v2; do
+  "$PY" "$HELP" save "$preset" 10 cifar "$CIFAR" "$WORK/$preset.pth" || fail "$preset: saving the torch model"
+  "$PY" "$IMPORT" "$WORK/$preset.pth" "$WORK/$preset.h5" --preset "$preset" --stem cifar \
+    > "$WORK/import.log" 2>&1 || { cat "$WORK/import.log"; fail "$preset: torch_to_snapshot.py failed"; }
+  cat "$WORK/import.log"
+  "$BIN" eval --snapshot "$WORK/$preset.h5" --config "$WORK/cifar.toml" --model.preset "$preset" \
+    --dump-logits "$WORK/$preset.csv" --output-dir "$WORK" > "$WORK/eval.log" 2>&1 ||
+    { cat "$WORK/eval.log"; fail "$preset: ddp_train eval of the imported file failed"; }
+  grep "^test accuracy" "$WORK/eval.log"
+  "$PY" "$HELP" compare "$WORK/$preset.pth" "$preset" cifar "$CIFAR" 256 "$WORK/$preset.csv" ||
+    fail "$preset: ddp_train's logits are not torchvision's"
+done
+
+# What the file is, to each reader.
+"$BIN" inspect "$WORK/resnet18.h5" > "$WORK/inspect.log" 2>&1 || { cat "$WORK/inspect.log"; fail "inspect failed"; }
+grep -q "^weights file  imported from $WORK/resnet18.pth by torch_to_snapshot.py" "$WORK/inspect.log" ||
+  { cat "$WORK/inspect.log"; fail "inspect does not call it a weights file"; }
+if "$BIN" eval --snapshot "$WORK/resnet18.h5" > "$WORK/noconfig.log" 2>&1; then fail "eval without --config ran"; fi
+grep -q "weights file.*give .*--config" "$WORK/noconfig.log" || { cat "$WORK/noconfig.log"; fail "eval without --config: no clear error"; }
+if "$BIN" --config "$WORK/cifar.toml" --model.preset resnet18 --run-dir "$WORK/resume" --train.epochs 1 \
+  --data.train_limit 64 --train.resume "$WORK/resnet18.h5" > "$WORK/resume.log" 2>&1; then
+  fail "a resume from a weights file ran"
+fi
+grep -q "is a weights file (imported from $WORK/resnet18.pth), not a run's snapshot.*train.init" "$WORK/resume.log" ||
+  { cat "$WORK/resume.log"; fail "resume from a weights file: no clear error"; }
+
+# Bad input: each problem named, nothing written.
+expect_error() {  # expect_error WHAT PATTERN IMPORT_ARGS...
+  local what=$1 pattern=$2
+  shift 2
+  rm -f "$WORK/bad.h5"
+  if "$PY" "$IMPORT" "$@" "$WORK/bad.h5" > "$WORK/bad.log" 2>&1; then cat "$WORK/bad.log"; fail "$what: imported"; fi
+  grep -q -- "$pattern" "$WORK/bad.log" || { cat "$WORK/bad.log"; fail "$what: the error does not say '$pattern'"; }
+  [ ! -e "$WORK/bad.h5" ] && ! ls "$WORK"/.bad.h5.tmp.* > /dev/null 2>&1 || fail "$what: a file was written"
+  echo "  $what: $(grep -m1 -- "$pattern" "$WORK/bad.log")"
+}
+"$PY" -c "
+import sys, torch; sys.path.insert(0, '$SRC/scripts')
+from snapshot_to_torch import build_model
+torch.save(build_model('resnet34', 1000, 'imagenet').state_dict(), '$WORK/resnet34.pth')" || fail "saving resnet34"
+expect_error "another architecture" "matches resnet34 (imagenet stem): give that --preset" \
+  "$WORK/resnet34.pth" --preset resnet18 --stem imagenet
+grep -q "not in resnet18: layer1.2.conv1.weight \[64, 64, 3, 3\]" "$WORK/bad.log" || fail "another architecture: the keys are not named"
+for kind in missing extra shape tracked nan; do
+  "$PY" "$HELP" bad "$kind" "$WORK/resnet18.pth" "$WORK/$kind.pth" || fail "making the $kind file"
+done
+expect_error "a missing key" "missing from the file: layer1.0.bn1.running_var \[64\]" "$WORK/missing.pth" --preset resnet18
+expect_error "an extra key" "not in resnet18: layer1.0.extra.weight \[3\]" "$WORK/extra.pth" --preset resnet18
+expect_error "a shape outside the head" \
+  "layer2.0.conv1.weight: the file has \[128, 64, 1, 1\], resnet18 needs \[128, 64, 3, 3\]" "$WORK/shape.pth" --preset resnet18
+expect_error "a missing num_batches_tracked" "missing from the file: layer3.1.bn2.num_batches_tracked \[\]" \
+  "$WORK/tracked.pth" --preset resnet18
+expect_error "a value not finite" "layer4.1.conv2.weight: 1 of 2359296 values are not finite" "$WORK/nan.pth" --preset resnet18
+expect_error "a stem that contradicts conv1" "the file's conv1.weight is \[64, 3, 3, 3\], a 3x3 first convolution: the cifar stem" \
+  "$WORK/resnet18.pth" --preset resnet18 --stem imagenet
+echo "not a torch file" > "$WORK/text.pth"
+expect_error "not a state_dict" "not a torch state_dict file" "$WORK/text.pth" --preset resnet18
+pass "resnet18 and mobilenet_v2 imports give torchvision's logits within 1e-4 on 256 CIFAR-10 images; bad files are named"
