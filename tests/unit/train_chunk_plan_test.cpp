@@ -150,6 +150,9 @@ TEST(ChunkPlan, SettingsThatContradictChunksAreRefused) {
   cap.max_micro_batch = {"auto", {}};
   EXPECT_THAT(config_error(cap, 1), HasSubstr("train.max_micro_batch = auto with"));
   EXPECT_THAT(config_error(reproducible(4096, 1), 1), HasSubstr("more than the exact sum's 2048"));
+  Options frozen = reproducible(128);
+  frozen.freeze = {"layer1"};
+  EXPECT_THAT(config_error(frozen, 1), HasSubstr("train.freeze with train.reproducible"));
 }
 
 }  // namespace
