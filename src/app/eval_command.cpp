@@ -60,13 +60,12 @@ CLI::App* add_eval_command(CLI::App& app, EvalCommand& cmd) {
   return eval;
 }
 
-int run_eval(EvalCommand& cmd, Config cfg, runtime::Runtime& rt, comm::MpiComm& comm,
-             std::ostream& out) {
+int run_eval(EvalCommand& cmd, Config cfg, const ckpt::Snapshot& snap, runtime::Runtime& rt,
+             comm::MpiComm& comm, std::ostream& out) {
   configure_threads(cfg.runtime.threads, rt.local_size());
   auto compute = setup_compute(cfg, rt, comm);
-  // The snapshot, read once, into the model its configuration describes (no optimizer, no
-  // training set: evaluation needs neither).
-  const auto snap = ckpt::read_snapshot(cmd.snapshot);
+  // The snapshot into the model its configuration describes (no optimizer, no training set:
+  // evaluation needs neither).
   train::TrainedModel tm(cfg, snap, std::move(compute.backend));
   nn::Model& model = tm.model();
   std::string note;

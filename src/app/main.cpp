@@ -315,6 +315,7 @@ int main(int argc, char** argv) {
   // exits 1 (no MPI_Abort, no banner).
   ddp::runtime::PhaseFailure startup_error;
   std::optional<ddp::app::Config> cfg;
+  std::optional<ddp::ckpt::Snapshot> eval_snapshot;
   try {
     app.parse(argc, argv);
     check_command_line(app, overrides, rt.size());
@@ -327,9 +328,15 @@ int main(int argc, char** argv) {
     } else if (app.get_subcommands().empty() || *eval) {
       // srun without PMIx starts N singletons that each think they are rank 0 of 1: stop here.
       ddp::runtime::check_launch_or_throw(rt);
-      // eval runs with the configuration stored in its snapshot unless --config names one.
-      cfg = *eval ? ddp::app::config_for_snapshot(eval_cmd.snapshot, config_path, overrides)
-                  : ddp::app::load_config(config_path, overrides);
+      // eval reads its snapshot once, here, and runs with the configuration stored in it unless
+      // --config names one.
+      if (*eval) {
+        eval_snapshot = ddp::ckpt::read_snapshot(eval_cmd.snapshot);
+        cfg = ddp::app::config_for_snapshot(eval_snapshot->meta, eval_cmd.snapshot, config_path,
+                                            overrides);
+      } else {
+        cfg = ddp::app::load_config(config_path, overrides);
+      }
     }
   } catch (const CLI::ParseError& e) {
     // --help and --version print once (rank 0) and every rank exits 0.
@@ -398,7 +405,7 @@ int main(int argc, char** argv) {
     std::vector<std::pair<std::string, std::string>> command = {{"command", "train"}};
     if (*eval) command = {{"command", "eval"}, {"eval --snapshot", eval_cmd.snapshot}};
     ddp::app::check_ranks_agree(comm, cfg->resolved_toml, command);
-    if (*eval) return ddp::app::run_eval(eval_cmd, *cfg, rt, comm, out);
+    if (*eval) return ddp::app::run_eval(eval_cmd, *cfg, *eval_snapshot, rt, comm, out);
     return run_training(*cfg, rt, comm, agreement ? &*agreement : nullptr, rank_log, out);
   } catch (const ddp::app::RanksDisagree& e) {
     // Every rank knows (they exchanged the hashes): rank 0 says it once, every rank exits 1.

@@ -8,7 +8,12 @@ namespace ddp::app {
 Config config_for_snapshot(const std::filesystem::path& snapshot,
                            const std::filesystem::path& config_file, const Overrides& overrides) {
   if (!config_file.empty()) return load_config(config_file, overrides);
-  const auto meta = ckpt::read_meta(snapshot);
+  return config_for_snapshot(ckpt::read_meta(snapshot), snapshot, config_file, overrides);
+}
+
+Config config_for_snapshot(const ckpt::SnapshotMeta& meta, const std::filesystem::path& snapshot,
+                           const std::filesystem::path& config_file, const Overrides& overrides) {
+  if (!config_file.empty()) return load_config(config_file, overrides);
   if (meta.config_toml.empty() && meta.kind == ckpt::kWeightsKind)
     throw ConfigError(snapshot.string() + ": a weights file (imported from " + meta.imported_from +
                       ") holds no configuration: give one with --config naming the model (its "

@@ -90,8 +90,9 @@ std::vector<std::int64_t> reproducible_shares(const Options& train, std::int64_t
   // The chunk replicas train every parameter and keep batch norm in training mode: frozen
   // layers (fine-tuning) are not in them yet.
   if (!train.freeze.empty())
-    throw ConfigError("train.freeze with train.reproducible: frozen layers are not supported in "
-                      "reproducible mode yet; leave train.freeze empty or train.reproducible off");
+    throw ConfigError(
+        "train.freeze with train.reproducible: frozen layers are not supported in "
+        "reproducible mode yet; leave train.freeze empty or train.reproducible off");
   const auto& cap = train.max_micro_batch;
   if (!cap.word.empty() || (!cap.numbers.empty() && cap.numbers[0] != 0.0))
     throw ConfigError(

@@ -29,7 +29,7 @@ const Shape kInput{2, 6, 6};
 constexpr std::int64_t kClasses = 4;
 constexpr std::int64_t kBatch = 4;
 
-std::vector<LayerSpec> net() {
+std::vector<LayerSpec> freeze_net() {
   return {L("conv2d", "conv1", 3, 3, 1), L("batchnorm", "bn1"),      L("relu", "relu1"),
           L("conv2d", "conv2", 4, 3, 1), L("batchnorm", "bn2"),      L("relu", "relu2"),
           L("flatten", "flat"),          L("linear", "fc", kClasses)};
@@ -39,7 +39,7 @@ std::vector<LayerSpec> net() {
 // gradient would still move if it were updated) and training steps on seeded data.
 struct Trial {
   explicit Trial(const std::vector<std::string>& freeze, bool bn_eval = true)
-      : model(net(), kInput, kClasses, *be) {
+      : model(freeze_net(), kInput, kClasses, *be) {
     model.init_parameters(3);
     const auto infos = optim::param_infos(model);
     model.freeze(freeze.empty() ? std::vector<bool>(infos.size(), false)

@@ -26,7 +26,7 @@ Options reproducible(std::int64_t global_batch, std::int64_t chunk = 32) {
   return o;
 }
 
-std::string config_error(const Options& o, int world) {
+std::string chunk_config_error(const Options& o, int world) {
   try {
     BatchPlan(o, false, world, 0, 0, false);
   } catch (const ConfigError& e) {
@@ -138,21 +138,23 @@ TEST(ChunkPlan, BatchPlanSharesAreWholeChunks) {
 }
 
 TEST(ChunkPlan, SettingsThatContradictChunksAreRefused) {
-  EXPECT_THAT(config_error(reproducible(100), 1),
+  EXPECT_THAT(chunk_config_error(reproducible(100), 1),
               HasSubstr("train.chunk = 32 does not divide the global batch of 100"));
-  EXPECT_THAT(config_error(reproducible(64), 3), HasSubstr("rank 2 gets no chunk"));
+  EXPECT_THAT(chunk_config_error(reproducible(64), 3), HasSubstr("rank 2 gets no chunk"));
   Options acc = reproducible(128);
   acc.accumulate = 2;
-  EXPECT_THAT(config_error(acc, 1), HasSubstr("train.accumulate = 2 with train.reproducible"));
+  EXPECT_THAT(chunk_config_error(acc, 1),
+              HasSubstr("train.accumulate = 2 with train.reproducible"));
   Options cap = reproducible(128);
   cap.max_micro_batch = {"", {16}};
-  EXPECT_THAT(config_error(cap, 1), HasSubstr("train.max_micro_batch = [16] with"));
+  EXPECT_THAT(chunk_config_error(cap, 1), HasSubstr("train.max_micro_batch = [16] with"));
   cap.max_micro_batch = {"auto", {}};
-  EXPECT_THAT(config_error(cap, 1), HasSubstr("train.max_micro_batch = auto with"));
-  EXPECT_THAT(config_error(reproducible(4096, 1), 1), HasSubstr("more than the exact sum's 2048"));
+  EXPECT_THAT(chunk_config_error(cap, 1), HasSubstr("train.max_micro_batch = auto with"));
+  EXPECT_THAT(chunk_config_error(reproducible(4096, 1), 1),
+              HasSubstr("more than the exact sum's 2048"));
   Options frozen = reproducible(128);
   frozen.freeze = {"layer1"};
-  EXPECT_THAT(config_error(frozen, 1), HasSubstr("train.freeze with train.reproducible"));
+  EXPECT_THAT(chunk_config_error(frozen, 1), HasSubstr("train.freeze with train.reproducible"));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ddp/app/config.hpp"
+#include "ddp/ckpt/snapshot.hpp"
 #include "ddp/comm/mpi_comm.hpp"
 #include "ddp/runtime/runtime.hpp"
 
@@ -20,8 +21,9 @@ struct EvalCommand {
 
 CLI::App* add_eval_command(CLI::App& app, EvalCommand& cmd);
 
-// Collective: every rank evaluates its shard; rank 0 prints and writes the files.
-int run_eval(EvalCommand& cmd, Config cfg, runtime::Runtime& rt, comm::MpiComm& comm,
-             std::ostream& out);
+// Collective: every rank evaluates its shard of `snap` (cmd.snapshot, read once by the caller);
+// rank 0 prints and writes the files.
+int run_eval(EvalCommand& cmd, Config cfg, const ckpt::Snapshot& snap, runtime::Runtime& rt,
+             comm::MpiComm& comm, std::ostream& out);
 
 }  // namespace ddp::app

@@ -5,10 +5,14 @@
 #include <filesystem>
 
 #include "ddp/app/config.hpp"
+#include "ddp/ckpt/snapshot.hpp"
 
 namespace ddp::app {
 
 Config config_for_snapshot(const std::filesystem::path& snapshot,
+                           const std::filesystem::path& config_file, const Overrides& overrides);
+// The same from a snapshot already read (`meta` of the file `snapshot`): eval reads its file once.
+Config config_for_snapshot(const ckpt::SnapshotMeta& meta, const std::filesystem::path& snapshot,
                            const std::filesystem::path& config_file, const Overrides& overrides);
 
 }  // namespace ddp::app
