@@ -68,8 +68,9 @@ TEST_F(RankSharesConfig, CommandLineValues) {
 }
 
 TEST_F(RankSharesConfig, BadSharesNameTheKey) {
-  EXPECT_THAT(file_error("rank_shares = [3, 0, 2]"),
-              HasSubstr(at2() + "train.rank_shares = [ 3, 0, 2 ]: each value must be in (0, 1048576]"));
+  EXPECT_THAT(
+      file_error("rank_shares = [3, 0, 2]"),
+      HasSubstr(at2() + "train.rank_shares = [ 3, 0, 2 ]: each value must be in (0, 1048576]"));
   EXPECT_THAT(file_error("rank_shares = [3, -1, 2]"),
               HasSubstr("train.rank_shares = [ 3, -1, 2 ]: each value must be in (0, 1048576]"));
   EXPECT_THAT(file_error("rank_shares = [3, \"a\", 2]"),
@@ -84,8 +85,9 @@ TEST_F(RankSharesConfig, BadSharesNameTheKey) {
   EXPECT_THAT(error_of("", {{"train.rank_shares", "3,x,2"}}),
               HasSubstr("command line: --train.rank_shares '3,x,2': must be equal, auto or a "
                         "list of numbers"));
-  EXPECT_THAT(error_of("", {{"train.rank_shares", "3,0,2"}}),
-              HasSubstr("command line: --train.rank_shares '3,0,2': each value must be in (0, 1048576]"));
+  EXPECT_THAT(
+      error_of("", {{"train.rank_shares", "3,0,2"}}),
+      HasSubstr("command line: --train.rank_shares '3,0,2': each value must be in (0, 1048576]"));
   EXPECT_THAT(error_of("", {{"train.rank_shares", "3,-2"}}),
               HasSubstr("--train.rank_shares '3,-2': each value must be in (0, 1048576]"));
 }
