@@ -12,12 +12,13 @@ source "$(dirname "$0")/lib.sh"
 units="$(dirname "$BIN")/tests/ddp_unit_tests"
 
 # 1. The sync room on 3 real ranks: ranks run 1, 2 and 3 micro-batches of 3, 5 and 7 samples and
-#    still sum to the whole gradient (overlapped and blocking); buffer averaging weighted by samples.
+#    still sum to the whole gradient (overlapped and blocking); buffer averaging weighted by samples;
+#    frozen gradients stay out of the all-reduce.
 if [ -x "$units" ]; then
   mpirun_local -np 3 "$units" --gtest_filter='SyncGradient*:SyncReplica*' --gtest_color=no \
     > "$WORK/units.log" 2>&1 || { cat "$WORK/units.log"; fail "sync unit tests failed on 3 ranks"; }
-  [ "$(grep -c 'PASSED.* 6 tests' "$WORK/units.log")" = 3 ] \
-    || { cat "$WORK/units.log"; fail "expected 6 passing sync tests on each of 3 ranks"; }
+  [ "$(grep -c 'PASSED.* 9 tests' "$WORK/units.log")" = 3 ] \
+    || { cat "$WORK/units.log"; fail "expected 9 passing sync tests on each of 3 ranks"; }
   # The stop agreement (comm/stop_agreement.hpp): one step late, every rank's flags counted.
   mpirun_local -np 3 "$units" --gtest_filter='StopAgreement*' --gtest_color=no \
     > "$WORK/stop_units.log" 2>&1 || { cat "$WORK/stop_units.log"; fail "stop agreement tests failed on 3 ranks"; }
