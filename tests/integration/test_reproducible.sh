@@ -140,8 +140,12 @@ for model in resnet20 lenet graph; do
   # 2 ranks: a stop request mid-epoch leaves a mid-epoch snapshot (exit 75).
   k="$model.kill"
   run "$k" $model 2 1 & job=$!
-  seen_now "$WORK/$k.log" "^\[.*\] step [4-9]/20 " || { cat "$WORK/$k.log"; fail "$k: no progress"; }
-  kill -USR1 $(rank_pids "$WORK/$k") 2> /dev/null || true
+  seen_now "$WORK/$k.log" "^\[.*\] step [1-9]/20 " || { cat "$WORK/$k.log"; fail "$k: no progress"; }
+  # Held at once, signalled, let go: the request is taken at the next step, mid-epoch.
+  pids=$(rank_pids "$WORK/$k")
+  kill -STOP $pids 2> /dev/null || true
+  kill -USR1 $pids 2> /dev/null || true
+  kill -CONT $pids 2> /dev/null || true
   set +e; wait $job; rc=$?; set -e
   [ "$rc" = 75 ] || { cat "$WORK/$k.log"; fail "$k: exit code $rc after SIGUSR1, expected 75"; }
   mid=$(ls "$WORK/$k" | grep -E '^snapshot_e0000_s[0-9]+\.h5$' || true)
