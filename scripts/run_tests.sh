@@ -13,7 +13,9 @@ phase() { echo "== $(date +%T) $*"; }
 # The unit tests that skipped, with the reason, from a CTest log: CTest shows the output of a shard
 # (many tests in one process) only when it fails.
 skipped_unit_tests() {
-  awk '/^\[ RUN      \]/ { why = "" }
+  awk '/^[0-9]+\/[0-9]+ Testing: / { shard = ($3 ~ /^unit_shard/) }
+       !shard { next }
+       /^\[ RUN      \]/ { why = "" }
        /: Skipped$/ { taking = 1; next }
        taking && /^\[/ { taking = 0 }
        taking { why = why (why == "" ? "" : " ") $0 }
@@ -23,7 +25,10 @@ skipped_unit_tests() {
 # would end its shard early without a failure): their counts add up to the binary's list.
 all_unit_tests_ran() {  # LOG BINARY
   local ran listed
-  ran=$(awk '/^\[==========\] [0-9]+ tests? from .* ran\./ { n += $2 } END { print n + 0 }' "$1")
+  # Only the shards' blocks of the log: an integration test may print a gtest summary of its own.
+  ran=$(awk '/^[0-9]+\/[0-9]+ Testing: / { shard = ($3 ~ /^unit_shard/) }
+             shard && /^\[==========\] [0-9]+ tests? from .* ran\./ { n += $2 }
+             END { print n + 0 }' "$1")
   listed=$("$2" --gtest_list_tests | grep -c '^  ')
   [ "$ran" = "$listed" ] && return 0
   echo "the unit-test shards ran $ran tests; $2 has $listed" >&2
