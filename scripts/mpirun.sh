@@ -8,4 +8,8 @@ set -euo pipefail
 extra=()
 [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
 extra+=(--oversubscribe --bind-to none)
+# A SIGTERM to mpirun itself reaches the ranks odls_base_sigkill_timeout seconds later, and SIGKILL
+# as long again after that: Open MPI's 1 s may be too short for the ranks to reach their next step
+# and write the snapshot. Set OMPI_MCA_odls_base_sigkill_timeout yourself to choose another.
+export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-10}
 exec mpirun "${extra[@]}" "$@"

@@ -76,3 +76,15 @@ wait_for() {
   for ((i = 0; i < $3 * 10; i++)); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
   return 1
 }
+# seen_now FILE REGEX: returns as soon as a line of FILE matches (tail -F wakes on every write;
+# wait_for's 0.1 s polls span many of a small model's steps), 1 after 300 s. With kill -STOP right
+# after it, a test holds the ranks where they are before it kills one.
+seen_now() {
+  local rc=0
+  coproc TAILF { exec tail -F -n +1 "$1" 2> /dev/null; }
+  local pid=$TAILF_PID
+  timeout 300 grep -m1 -q -- "$2" <&"${TAILF[0]}" || rc=1
+  kill "$pid" 2> /dev/null || true
+  wait "$pid" 2> /dev/null || true
+  return $rc
+}

@@ -99,18 +99,6 @@ declare -A model_args=(
   [graph]="--config $WORK/graph.toml")
 
 # run NAME MODEL NP THREADS ARGS...: trains in $WORK/NAME (log: $WORK/NAME.log).
-# seen_now FILE REGEX: returns as soon as a line of FILE matches (tail -F wakes on every write;
-# wait_for's 0.1 s polls are many of LeNet's steps), 1 after 300 s.
-seen_now() {
-  local rc=0
-  coproc TAILF { exec tail -F -n +1 "$1" 2> /dev/null; }
-  local pid=$TAILF_PID
-  timeout 300 grep -m1 -q -- "$2" <&"${TAILF[0]}" || rc=1
-  kill "$pid" 2> /dev/null || true
-  wait "$pid" 2> /dev/null || true
-  return $rc
-}
-
 run() {
   local name=$1 model=$2 np=$3 threads=$4; shift 4
   # shellcheck disable=SC2086 # model_args holds words

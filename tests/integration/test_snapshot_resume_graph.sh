@@ -27,10 +27,15 @@ grep -qE "^ +layer2\.0\.downsample\.0\.weight +32x16x1x1$" <<< "$("$BIN" inspect
 digest() { summary_field "$1/metrics.jsonl" weights_digest; }
 
 train 3 "$WORK/kill" & job=$!
-wait_for_file "$WORK/kill/snapshot_e0001.h5" 120 || fail "epoch 1 never finished"
-victim=$(rank_pids "$WORK/kill" | tail -1)
+# Every rank held the moment the epoch-1 snapshot is written (an epoch is 3 steps of about 0.1 s:
+# a polled kill could land after the last epoch), then one killed; the others go on into it.
+seen_now "$WORK/kill.log" "^snapshot: .*snapshot_e0001\.h5" || { cat "$WORK/kill.log"; fail "epoch 1 never finished"; }
+pids=$(rank_pids "$WORK/kill")
+kill -STOP $pids 2> /dev/null || true
+victim=$(echo "$pids" | tail -1)
 [ -n "$victim" ] || fail "no rank process found to kill"
 kill -9 "$victim"
+kill -CONT $pids 2> /dev/null || true
 if wait $job; then fail "the job survived the death of a rank"; fi
 ! ls "$WORK/kill" | grep -q snapshot_e0003 || fail "the killed run finished anyway (kill came too late)"
 train 3 "$WORK/kill" --resume auto || { cat "$WORK/kill.log"; fail "resume after kill failed"; }

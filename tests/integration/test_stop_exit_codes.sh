@@ -19,9 +19,14 @@ outcome() {  # the README's one-liner
 }
 long=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.train_limit 20000
       --data.test_limit 256 --train.epochs 50 --train.batch_size 32 --runtime.threads 1
-      --run.log_every 1)
+      --run.log_every 100)
+# A signalled mpirun stops forwarding the ranks' output at once, sends them the signal
+# odls_base_sigkill_timeout seconds later and SIGKILL as long again after that (Open MPI's 1 s is
+# less than a loaded machine may need to reach the next step and write the snapshot:
+# scripts/mpirun.sh sets 10). A progress line every step would fill the ranks' output pipes
+# meanwhile and block them in a write until the SIGKILL; every 100 steps it does not.
 mpi=(mpirun --oversubscribe --mca btl self,vader,tcp --mca btl_tcp_if_include lo
-     --mca oob_tcp_if_include lo)
+     --mca oob_tcp_if_include lo --mca odls_base_sigkill_timeout 5)
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 
 # stop_job NAME COMMAND...: starts it, SIGTERMs the launcher once training is under way; sets RC.
@@ -48,7 +53,7 @@ echo "  ddp_train alone: exit 75; run.json: $said"
 stop_job mpirun "${mpi[@]}" -np 2 "$BIN" "${long[@]}" --run-dir "$WORK/mpi"
 mpirun_rc=$RC
 ls "$WORK/mpi"/snapshot_e*_s*.h5 > /dev/null 2>&1 || ls "$WORK/mpi"/snapshot_e*.h5 > /dev/null 2>&1 \
-  || { cat "$WORK/mpi.log"; fail "mpirun SIGTERM: the ranks wrote no snapshot"; }
+  || { cat "$WORK/mpirun.log"; fail "mpirun SIGTERM: the ranks wrote no snapshot"; }
 grep -q '"status": "stopped"' "$WORK/mpi/run.json" || { cat "$WORK/mpi/run.json"; fail "mpirun SIGTERM: run.json does not say stopped"; }
 set +e; said=$(outcome "$WORK/mpi"); orc=$?; set -e
 [ "$orc" = 75 ] && [[ "$said" == "stopped by "* ]] || fail "mpirun: the one-liner says '$said' ($orc)"
