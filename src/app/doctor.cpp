@@ -125,6 +125,9 @@ struct RankReport {
 void examine_device(const Config& cfg, const runtime::Runtime& rt,
                     const std::vector<std::string>& hosts,
                     const std::vector<std::string>& device_sets, RankReport& me) {
+  // The plugin loaded (or refused) even where no driver is found, which training skips: doctor
+  // reports it as it is.
+  (void)plugin::cuda_plugin_status();
   const DeviceChoice c = choose_device(cfg.runtime.device, rt, hosts, device_sets);
   me.info.device = c.device_string();
   me.device_error = c.error;

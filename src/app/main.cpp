@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <new>
@@ -262,7 +263,9 @@ int main(int argc, char** argv) {
       "ddp_train: synchronous data-parallel CNN training over MPI (CPU: oneDNN; GPU: cuDNN, "
       "cuBLAS, NCCL).\n"
       "Every configuration key can be given as --section.key VALUE; it overrides the file."};
-  app.set_version_flag("--version", ddp::app::build_info());
+  // Built only when asked for: it loads the CUDA plugin to report it (about 1 s of loading cuBLAS),
+  // which every other start would pay for nothing.
+  app.set_version_flag("--version", std::function<std::string()>(ddp::app::build_info));
   app.fallthrough();
   // Unknown arguments are collected and reported by us, with the suggestion a config file gets.
   app.allow_extras();

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -61,10 +62,13 @@ struct Loaded {
   CudaPluginStatus status;
 };
 
+std::atomic<bool> g_tried{false};
+
 const Loaded& loaded() {
   static std::once_flag once;
   static Loaded l;
   std::call_once(once, [] {
+    g_tried = true;
     const std::vector<fs::path> places = candidates();
     for (const fs::path& p : places) {
       std::error_code ec;
@@ -121,6 +125,22 @@ CudaPluginStatus load_cuda_plugin(const fs::path& path, const CudaPluginTable** 
   *table = t;
   st.loaded = true;
   return st;
+}
+
+const std::string& nvidia_driver_absence() {
+  static const std::string why = [] {
+    // Kept open when it loads: the CUDA runtime opens the same library next.
+    if (dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) return std::string();
+    const char* e = dlerror();
+    return "no NVIDIA driver was found (libcuda.so.1 could not be loaded: " +
+           std::string(e ? e : "dlopen failed") +
+           "): this machine has no usable GPU, or the driver is not installed";
+  }();
+  return why;
+}
+
+bool cuda_plugin_tried() {
+  return g_tried;
 }
 
 const CudaPluginStatus& cuda_plugin_status() {

@@ -15,7 +15,17 @@ using plugin::cuda_plugin;
 using plugin::cuda_plugin_status;
 using plugin::CudaPluginTable;
 
+// The driver's absence, when it decides the answer without the plugin: before anything has loaded
+// the plugin (--version and doctor do, to report it), on a machine without an NVIDIA driver.
+const std::string* no_driver() {
+  if (plugin::cuda_plugin_tried()) return nullptr;
+  const std::string& why = plugin::nvidia_driver_absence();
+  return why.empty() ? nullptr : &why;
+}
+
 const CudaPluginTable& plugin_or_throw() {
+  if (const std::string* why = no_driver())
+    throw SystemError("the CUDA backend cannot run here: " + *why);
   if (const CudaPluginTable* t = cuda_plugin()) return *t;
   throw SystemError("the CUDA backend is not available: " + cuda_plugin_status().error);
 }
@@ -27,11 +37,13 @@ bool cuda_built() {
 }
 
 std::string cuda_unavailable_reason() {
+  if (const std::string* why = no_driver()) return *why;
   const CudaPluginTable* t = cuda_plugin();
   return t ? t->unavailable_reason() : cuda_plugin_status().error;
 }
 
 int cuda_device_count() {
+  if (no_driver()) return 0;
   const CudaPluginTable* t = cuda_plugin();
   return t ? t->device_count() : 0;
 }

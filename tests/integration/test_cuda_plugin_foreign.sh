@@ -3,8 +3,9 @@
 # symbol, a table with another interface hash; built without CUDA, so this runs on every machine)
 # is refused by ddp_train before any of it is used: `--version` and doctor say that it is not
 # loaded, that its interface hash is not the expected one, and to rebuild the plugin with this
-# binary; runtime.device = cuda is an error with the same reason, and device = auto trains on the
-# CPU.
+# binary; with a driver (the toolkit's stub), runtime.device = cuda is an error with the same reason,
+# and device = auto trains on the CPU saying why; without one, auto trains on the CPU saying that
+# no driver was found.
 source "$(dirname "$0")/lib.sh"
 foreign="$(dirname "$BIN")/tests/libddp_foreign_cuda_plugin.so"
 [ -f "$foreign" ] || skip "no $foreign: the tests' CMake builds it (DDP_BUILD_TESTS=ON)"
@@ -22,14 +23,30 @@ grep -A3 "devices" "$WORK/doctor.log" | grep -q "another plugin interface" ||
   { cat "$WORK/doctor.log"; fail "doctor does not report the refused plugin"; }
 
 [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed; --version and doctor checked"
+# A stand-in NVIDIA driver: the toolkit's stub libcuda.so as libcuda.so.1 (it loads, and finds no
+# GPU). Without a driver, runtime.device = auto and cuda decide without loading the plugin at all;
+# with one, as on a GPU node, the plugin is loaded and what became of it is reported.
+stub=$(ls /usr/local/cuda/lib64/stubs/libcuda.so /usr/local/cuda/lib/stubs/libcuda.so \
+       /usr/local/cuda/targets/*/lib/stubs/libcuda.so 2> /dev/null | head -1 || true)
+[ -n "$stub" ] || skip "no stub libcuda.so in /usr/local/cuda (the CUDA toolkit's stubs)"
+mkdir -p "$WORK/driver" && cp "$stub" "$WORK/driver/libcuda.so.1"
+with_driver() { LD_LIBRARY_PATH="$WORK/driver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+# Whether this machine has a driver of its own (a GPU node): then "no driver" cannot be checked.
+real_driver=$(ldconfig -p | grep -c 'libcuda\.so\.1 ' || true)
 short=("${cfg[@]}" --data.train_limit 500 --data.test_limit 200 --train.epochs 1)
-if "$BIN" "${short[@]}" --runtime.device cuda --run-dir "$WORK/cuda" > "$WORK/cuda.log" 2>&1; then
+if with_driver "$BIN" "${short[@]}" --runtime.device cuda --run-dir "$WORK/cuda" > "$WORK/cuda.log" 2>&1; then
   cat "$WORK/cuda.log"; fail "device = cuda succeeded with a foreign plugin"
 fi
 grep -q "runtime.device = cuda, but no usable GPU: $why" "$WORK/cuda.log" ||
   { cat "$WORK/cuda.log"; fail "device = cuda: the error does not say why"; }
-"$BIN" "${short[@]}" --runtime.device auto --run-dir "$WORK/auto" > "$WORK/auto.log" 2>&1 ||
+with_driver "$BIN" "${short[@]}" --runtime.device auto --run-dir "$WORK/auto" > "$WORK/auto.log" 2>&1 ||
   { cat "$WORK/auto.log"; fail "device = auto failed with a foreign plugin"; }
 grep -q "another plugin interface" "$WORK/auto.log" || { cat "$WORK/auto.log"; fail "device = auto: no note of the refused plugin"; }
 grep -q '"summary": true' "$WORK/auto/metrics.jsonl" || fail "device = auto: the run wrote no summary"
+if [ "$real_driver" = 0 ]; then
+  "$BIN" "${short[@]}" --runtime.device auto --run-dir "$WORK/nodriver" > "$WORK/nodriver.log" 2>&1 ||
+    { cat "$WORK/nodriver.log"; fail "device = auto without a driver failed"; }
+  grep -q "no GPU (no NVIDIA driver was found): trains on the CPU" "$WORK/nodriver.log" ||
+    { cat "$WORK/nodriver.log"; fail "device = auto without a driver: the note does not say so"; }
+fi
 pass "a plugin of another interface is refused with its reason (--version, doctor, device = cuda), auto trains on the CPU"

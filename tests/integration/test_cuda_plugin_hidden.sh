@@ -4,9 +4,10 @@
 # namespace with an empty tmpfs over each directory holding them, as on a node without the
 # toolkit), the plugin does not load and
 #  - `ddp_train --version` says so and why (the dynamic loader's message),
-#  - a short training with runtime.device = auto runs on the CPU, and so does
-#    test_mpi_two_ranks.sh (run as it is, two MPI ranks),
-#  - runtime.device = cuda is an error that names the missing library,
+#  - with a driver (the toolkit's stub libcuda), a short training with runtime.device = auto runs
+#    on the CPU saying that the plugin did not load, and runtime.device = cuda is an error that
+#    names the missing library; without one, they need no plugin (auto says no driver was found);
+#    test_mpi_two_ranks.sh (run as it is, two MPI ranks) passes,
 #  - doctor's devices check reports it.
 # Without hiding, --version reports the plugin loaded from beside the binary.
 source "$(dirname "$0")/lib.sh"
@@ -48,18 +49,28 @@ grep -q "cuda plugin not loaded: libddp_cuda.so did not load: .*lib[a-z]*\.so[.0
   "$WORK/version_hidden" || fail "--version does not say that and why the plugin did not load"
 
 [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist); --version checked"
+# A stand-in NVIDIA driver: the toolkit's stub libcuda.so as libcuda.so.1 (it loads, and finds no
+# GPU). Without a driver, runtime.device = auto and cuda decide without loading the plugin at all;
+# with one, as on a GPU node, the plugin is loaded and what became of it is reported.
+stub=$(ls /usr/local/cuda/lib64/stubs/libcuda.so /usr/local/cuda/lib/stubs/libcuda.so \
+       /usr/local/cuda/targets/*/lib/stubs/libcuda.so 2> /dev/null | head -1 || true)
+[ -n "$stub" ] || skip "no stub libcuda.so in /usr/local/cuda (the CUDA toolkit's stubs)"
+mkdir -p "$WORK/driver" && cp "$stub" "$WORK/driver/libcuda.so.1"
+with_driver() { LD_LIBRARY_PATH="$WORK/driver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+# Whether this machine has a driver of its own (a GPU node): then "no driver" cannot be checked.
+real_driver=$(ldconfig -p | grep -c 'libcuda\.so\.1 ' || true)
 # mpirun_local's command line (a function cannot be exec'd in the namespace; we are root here).
 mpi=(mpirun --oversubscribe --mca btl self,vader,tcp --mca btl_tcp_if_include lo
      --mca oob_tcp_if_include lo --allow-run-as-root -x CUDA_VISIBLE_DEVICES -np 1)
 short=(--config "$SRC/configs/fashion_mnist.toml" --data.train_limit 500 --data.test_limit 200
        --train.epochs 1)
-hidden "${mpi[@]}" "$BIN" "${short[@]}" --runtime.device auto --run-dir "$WORK/auto" \
+with_driver hidden "${mpi[@]}" "$BIN" "${short[@]}" --runtime.device auto --run-dir "$WORK/auto" \
   > "$WORK/auto.log" 2>&1 || { cat "$WORK/auto.log"; fail "device = auto failed without the CUDA libraries"; }
 grep -q "trains on the CPU" "$WORK/auto.log" || { cat "$WORK/auto.log"; fail "device = auto: no note that it trains on the CPU"; }
 grep -q "did not load" "$WORK/auto.log" || { cat "$WORK/auto.log"; fail "device = auto: the note does not say why there is no GPU"; }
 grep -q '"summary": true' "$WORK/auto/metrics.jsonl" || fail "device = auto: the run wrote no summary"
 
-if hidden "${mpi[@]}" "$BIN" "${short[@]}" --runtime.device cuda --run-dir "$WORK/cuda" \
+if with_driver hidden "${mpi[@]}" "$BIN" "${short[@]}" --runtime.device cuda --run-dir "$WORK/cuda" \
   > "$WORK/cuda.log" 2>&1; then
   cat "$WORK/cuda.log"; fail "device = cuda succeeded without the CUDA libraries"
 fi

@@ -87,6 +87,14 @@ const CudaPluginStatus& cuda_plugin_status();
 // The plugin's table, or nullptr when it did not load.
 const CudaPluginTable* cuda_plugin();
 
+// Why no NVIDIA driver can be used here ("" when libcuda.so.1, the driver library the CUDA runtime
+// loads, does load; checked once). Without one no GPU can be used, and loading the plugin would
+// only cost start-up time (libcublasLt alone: about 1 s and 0.5 CPU-seconds): runtime.device =
+// auto then decides on the CPU without loading it (backend/cuda_backend.hpp's queries).
+const std::string& nvidia_driver_absence();
+// Whether cuda_plugin_status() has been called (the plugin loaded, or was tried and refused).
+bool cuda_plugin_tried();
+
 // Loads and checks the file `path` as the first call of cuda_plugin_status does, but on every call
 // (for tests and tools): its status, and its table in *table when it loaded (the library then stays
 // open, as the cached one does).
