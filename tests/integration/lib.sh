@@ -11,6 +11,12 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/ddp_it.XXXXXX")
 # (test_cuda_training.sh) restore the caller's value from DDP_CALLER_CUDA_VISIBLE_DEVICES.
 if [ -n "${CUDA_VISIBLE_DEVICES+x}" ]; then export DDP_CALLER_CUDA_VISIBLE_DEVICES="$CUDA_VISIBLE_DEVICES"; fi
 export CUDA_VISIBLE_DEVICES=""
+# python3 is Debian's, which has the oracles (torch, torchvision, h5py, PIL): a version manager's
+# shim ahead of it on PATH (pyenv's costs ~0.6 CPU-seconds per call, and its Python lacks them)
+# would be asked first by every `python3` of the tests and of the scripts they run.
+if [ -x /usr/bin/python3 ] && [ "$(command -v python3)" != /usr/bin/python3 ]; then
+  mkdir -p "$WORK/.bin" && ln -s /usr/bin/python3 "$WORK/.bin/python3" && PATH="$WORK/.bin:$PATH"
+fi
 FASHION=/usr/share/datasets/fashion-mnist
 CIFAR="$SRC/../shared/data/cifar-10-batches-bin"
 
