@@ -72,3 +72,20 @@ fuzz_case() {
   FUZZ_LAST_RC=$rc
   echo "  $label: exit $rc $(grep -i -m1 "error" "$WORK/case.err" | cut -c1-150)"
 }
+
+# fashion_subset DIR: the first 256 training and 128 test images of Fashion-MNIST as raw IDX files
+# in DIR (only the bytes kept are decompressed): the fuzz tests' runs need images, not all of them.
+fashion_subset() {
+  mkdir -p "$1"
+  python3 - "$FASHION" "$1" << 'PYEOF'
+import gzip, struct, sys
+src, dst = sys.argv[1:3]
+for split, n in (("train", 256), ("t10k", 128)):
+    img = gzip.open(f"{src}/{split}-images-idx3-ubyte.gz").read(16 + n * 784)
+    lab = gzip.open(f"{src}/{split}-labels-idx1-ubyte.gz").read(8 + n)
+    open(f"{dst}/{split}-images-idx3-ubyte", "wb").write(
+        struct.pack(">IIII", 0x803, n, 28, 28) + img[16:16 + n * 784])
+    open(f"{dst}/{split}-labels-idx1-ubyte", "wb").write(
+        struct.pack(">II", 0x801, n) + lab[8:8 + n])
+PYEOF
+}

@@ -6,6 +6,9 @@
 # train, or fail with an error naming the file or key; never die of a signal or hang. (Packed
 # HDF5 data files join this test when that format exists.) See lib_fuzz.sh for the seed and scale.
 source "$(dirname "$0")/lib.sh"
+# python3 on PATH may be a pyenv shim that takes ~1 s a start before it falls back to Debian's;
+# lib_fuzz.sh's mutator and the data below use Debian's directly where it is.
+[ -x /usr/bin/python3 ] && python3() { /usr/bin/python3 "$@"; }
 source "$(dirname "$0")/lib_fuzz.sh"
 [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 
@@ -14,18 +17,18 @@ short=(--data.train_limit 256 --data.test_limit 128 --train.batch_size 64 --trai
        --runtime.threads 1)
 
 # --- The data the cases mutate -----------------------------------------------------------------
-# Subsets of Fashion-MNIST (256 training, 128 test images), raw and gzip-compressed.
-mkdir -p "$WORK/idx_raw" "$WORK/idx_gz"
-python3 - "$FASHION" "$WORK/idx_raw" << 'EOF'
-import gzip, struct, sys
-src, dst = sys.argv[1:3]
-for split, n in (("train", 256), ("t10k", 128)):
-    img = gzip.open(f"{src}/{split}-images-idx3-ubyte.gz").read()
-    lab = gzip.open(f"{src}/{split}-labels-idx1-ubyte.gz").read()
-    open(f"{dst}/{split}-images-idx3-ubyte", "wb").write(
-        struct.pack(">IIII", 0x803, n, 28, 28) + img[16:16 + n * 784])
-    open(f"{dst}/{split}-labels-idx1-ubyte", "wb").write(
-        struct.pack(">II", 0x801, n) + lab[8:8 + n])
+# Subsets of Fashion-MNIST (256 training, 128 test images), raw and gzip-compressed, and a tiny
+# generated set in the CIFAR-10 binary layout: 5 training files and a test file of 40 records each
+# (a label byte, then 3x32x32 pixels).
+fashion_subset "$WORK/idx_raw"
+mkdir -p "$WORK/idx_gz" "$WORK/cifar"
+python3 - "$WORK/cifar" << 'EOF'
+import random, sys
+rng = random.Random(7)
+for name in [f"data_batch_{k}.bin" for k in range(1, 6)] + ["test_batch.bin"]:
+    with open(f"{sys.argv[1]}/{name}", "wb") as f:
+        for _ in range(40):
+            f.write(bytes([rng.randrange(10)]) + bytes(rng.randrange(256) for _ in range(3072)))
 EOF
 for f in "$WORK"/idx_raw/*; do gzip -c "$f" > "$WORK/idx_gz/$(basename "$f").gz"; done
 idx_files=(train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte
@@ -38,17 +41,6 @@ idx_case() {  # idx_case I: sets form, name and kind of IDX case I
   kind=${idx_kinds[$(($1 / 2 % ${#idx_kinds[@]}))]}
 }
 
-# A tiny generated set in the CIFAR-10 binary layout: 5 training files and a test file of 40
-# records each (a label byte, then 3x32x32 pixels).
-mkdir -p "$WORK/cifar"
-python3 - "$WORK/cifar" << 'EOF'
-import random, sys
-rng = random.Random(7)
-for name in [f"data_batch_{k}.bin" for k in range(1, 6)] + ["test_batch.bin"]:
-    with open(f"{sys.argv[1]}/{name}", "wb") as f:
-        for _ in range(40):
-            f.write(bytes([rng.randrange(10)]) + bytes(rng.randrange(256) for _ in range(3072)))
-EOF
 cifar_files=(data_batch_1.bin data_batch_3.bin data_batch_5.bin test_batch.bin)
 cifar_kinds=(cifar_label flip truncate extend setbytes)
 

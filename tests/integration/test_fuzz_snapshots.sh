@@ -2,13 +2,21 @@
 # Fuzz: mutated snapshots (bit flips and changed bytes in HDF5 metadata and data, truncation,
 # extension, header removed, header removed and metadata corrupted, a damaged magic or header) through
 # `inspect` (many: cheap), `eval`, `--resume FILE` and `--resume auto` (fewer: they train). Each must
-# read, or fail with an error naming the file; never die of a signal or hang. See lib_fuzz.sh for
-# the seed and the scale.
+# read, or fail with an error naming the file; never die of a signal or hang. The runs read a
+# 256/128-image subset of Fashion-MNIST written once (not the whole .gz set each). See lib_fuzz.sh
+# for the seed and the scale.
 source "$(dirname "$0")/lib.sh"
+# python3 on PATH may be a pyenv shim that takes ~1 s a start before it falls back to Debian's;
+# lib_fuzz.sh's mutator and fashion_subset use Debian's directly where it is.
+[ -x /usr/bin/python3 ] && python3() { /usr/bin/python3 "$@"; }
 source "$(dirname "$0")/lib_fuzz.sh"
 [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 
-common=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist
+# The images the runs use, as raw IDX files: every training or eval case read (and decompressed)
+# the whole 60,000 + 10,000 images to keep 256 and 128; what a case checks is how the snapshot
+# reads, whichever images train.
+fashion_subset "$WORK/data"
+common=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.root "$WORK/data"
         --data.train_limit 256 --data.test_limit 128 --train.batch_size 64 --runtime.threads 1)
 "$BIN" "${common[@]}" --train.epochs 2 --train.save_every 1 --run-dir "$WORK/base" > "$WORK/base.log" \
   || { cat "$WORK/base.log"; fail "the base run failed"; }

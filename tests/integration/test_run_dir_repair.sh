@@ -21,9 +21,12 @@ part() { local name=$1; shift; if ! ("$@"); then failed+=("$name"); fi; }
 
 corrupt_run_json() {
   local kind dir
+  # One first run, copied for each kind: a run directory is files only (run.json names no path),
+  # and each kind breaks its copy's run.json differently (one start instead of five).
+  run "$WORK/rj_first" --train.epochs 1 || { cat "$WORK/rj_first.log"; fail "the first run failed"; }
   for kind in garbage empty truncated types directory; do
     dir="$WORK/rj_$kind"
-    run "$dir" --train.epochs 1 || { cat "$dir.log"; fail "$kind: first run failed"; }
+    cp -a "$WORK/rj_first" "$dir"
     case $kind in
       garbage) echo 'this is not json {' > "$dir/run.json" ;;
       empty) : > "$dir/run.json" ;;
@@ -81,8 +84,12 @@ deleted_logs() {
   local dir="$WORK/del"
   "$BIN" "${tiny[@]}" --data.train_limit 4096 --train.epochs 3 --run-dir "$dir" > "$dir.log" 2>&1 &
   local job=$!
-  wait_for "$dir/metrics.jsonl" '"epoch": 1,' 300 || { kill $job; cat "$dir.log"; fail "epoch 1 never ended"; }
+  # The moment epoch 1's row is written (an event wait, not a 0.1 s poll), the job is held (SIGSTOP)
+  # while its files go, so that they go before epoch 2 ends however loaded the machine.
+  seen_now "$dir/metrics.jsonl" '"epoch": 1,' || { kill $job; cat "$dir.log"; fail "epoch 1 never ended"; }
+  kill -STOP $job
   rm "$dir/metrics.jsonl" "$dir/config.toml"
+  kill -CONT $job
   wait $job || { cat "$dir.log"; fail "the run failed after its logs were deleted"; }
   [ -f "$dir/metrics.jsonl" ] || fail "metrics.jsonl was not written again"
   [ -f "$dir/config.toml" ] || fail "config.toml was not written again"
