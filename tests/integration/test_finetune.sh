@@ -3,7 +3,8 @@
 # images and the cifar stem), over 2 MPI ranks:
 #  - a torchvision resnet18 of 10 classes (random weights, seeded; running statistics of real
 #    images) saved with torch.save(state_dict), imported with scripts/torch_to_snapshot.py;
-#  - 5 classes of real CIFAR-10 images as an image folder, packed (pack --format imagefolder);
+#  - 5 classes of real CIFAR-10 images (24 train, 10 test images each) as an image folder, packed
+#    (pack --format imagefolder);
 #  - run A: configs/finetune_resnet18.toml with train.init = the import and train.freeze = all but
 #    fc, 1 epoch: the start-up line names the re-initialised head and the file's head left out;
 #    the freeze line says that only fc's gradients travel (1 bucket of fc's 2576 floats, of the
@@ -17,6 +18,7 @@
 #  - bad input: a freeze pattern that matches nothing, a frozen batch norm in eval mode above a
 #    trained layer, a train.init whose tensors differ outside the head (the imagenet stem), a
 #    group that matches nothing - each a clear error naming the pattern or tensor.
+# The comparisons of snapshots (torch_import.py same) read them with h5py and import no torch.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pack/find_python.sh"
 find_python torch torchvision h5py numpy PIL
@@ -31,14 +33,17 @@ mkdir -p weights data
 "$PY" "$SRC/scripts/torch_to_snapshot.py" resnet18.pth weights/resnet18.h5 --preset resnet18 > import.log 2>&1 ||
   { cat import.log; fail "torch_to_snapshot.py failed"; }
 
-# --- the photos: 5 classes of CIFAR-10 as PNG folders (40 train, 10 test images each) ---
+# --- the photos: 5 classes of CIFAR-10 as PNG folders (24 train, 10 test images each) ---
+# 120 training images: 3 steps of 2 ranks x 20 per epoch. What is checked (the frozen tensors
+# bitwise the import's, fc changed, the exact resume) holds after any number of steps: more images
+# only cost forwards through the frozen resnet18.
 "$PY" - "$CIFAR" << 'EOF' || fail "writing the image folders"
 import os, sys
 import numpy as np
 from PIL import Image
 root = sys.argv[1]
 names = ["airplane", "automobile", "bird", "cat", "deer"]
-for split, file, per_class in (("train", "data_batch_1.bin", 40), ("test", "test_batch.bin", 10)):
+for split, file, per_class in (("train", "data_batch_1.bin", 24), ("test", "test_batch.bin", 10)):
     rec = np.frombuffer(open(os.path.join(root, file), "rb").read(), np.uint8).reshape(-1, 3073)
     for c, name in enumerate(names):
         os.makedirs(f"photos/{split}/{name}", exist_ok=True)

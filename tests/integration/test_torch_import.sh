@@ -9,6 +9,9 @@
 #    architecture (named: "matches resnet34"), a missing key, an extra key, a shape that differs
 #    outside the head, a missing num_batches_tracked, a value that is not finite, a --stem that
 #    contradicts conv1, a file that is not a state_dict.
+# The CLI under test runs once per import and once per bad file; the oracle side
+# (torch_import.py) runs in two processes: one writes every .pth file, one computes both models'
+# torchvision logits (each python process pays seconds of `import torch`).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pack/find_python.sh"
 find_python torch torchvision h5py numpy
@@ -29,8 +32,18 @@ limit_subset = "first"
 stem = "cifar"
 EOF
 
+# Every torch file the test reads, written by one python process (an `import torch` costs seconds;
+# the files are those the separate processes wrote): the two models, a resnet34 (another
+# architecture), and resnet18's file with one thing wrong in each of 5 ways.
+bad_kinds=(missing extra shape tracked nan)
+make=(save resnet18 10 cifar "$CIFAR" "$WORK/resnet18.pth" -- save mobilenet_v2 10 cifar "$CIFAR" "$WORK/mobilenet_v2.pth"
+      -- untrained resnet34 1000 imagenet "$WORK/resnet34.pth")
+for kind in "${bad_kinds[@]}"; do make+=(-- bad "$kind" "$WORK/resnet18.pth" "$WORK/$kind.pth"); done
+"$PY" "$HELP" "${make[@]}" || fail "saving the torch files"
+
+# The tool under test, and ddp_train's logits, one preset after the other.
+compare=()
 for preset in resnet18 mobilenet_v2; do
-  "$PY" "$HELP" save "$preset" 10 cifar "$CIFAR" "$WORK/$preset.pth" || fail "$preset: saving the torch model"
   "$PY" "$IMPORT" "$WORK/$preset.pth" "$WORK/$preset.h5" --preset "$preset" --stem cifar \
     > "$WORK/import.log" 2>&1 || { cat "$WORK/import.log"; fail "$preset: torch_to_snapshot.py failed"; }
   cat "$WORK/import.log"
@@ -38,9 +51,10 @@ for preset in resnet18 mobilenet_v2; do
     --dump-logits "$WORK/$preset.csv" --output-dir "$WORK" > "$WORK/eval.log" 2>&1 ||
     { cat "$WORK/eval.log"; fail "$preset: ddp_train eval of the imported file failed"; }
   grep "^test accuracy" "$WORK/eval.log"
-  "$PY" "$HELP" compare "$WORK/$preset.pth" "$preset" cifar "$CIFAR" 256 "$WORK/$preset.csv" ||
-    fail "$preset: ddp_train's logits are not torchvision's"
+  compare+=(${compare[@]+--} compare "$WORK/$preset.pth" "$preset" cifar "$CIFAR" 256 "$WORK/$preset.csv")
 done
+# torchvision's logits of both, in one process (compare names the preset whose logits differ).
+"$PY" "$HELP" "${compare[@]}" || fail "ddp_train's logits are not torchvision's"
 
 # What the file is, to each reader.
 "$BIN" inspect "$WORK/resnet18.h5" > "$WORK/inspect.log" 2>&1 || { cat "$WORK/inspect.log"; fail "inspect failed"; }
@@ -65,16 +79,9 @@ expect_error() {  # expect_error WHAT PATTERN IMPORT_ARGS...
   [ ! -e "$WORK/bad.h5" ] && ! ls "$WORK"/.bad.h5.tmp.* > /dev/null 2>&1 || fail "$what: a file was written"
   echo "  $what: $(grep -m1 -- "$pattern" "$WORK/bad.log")"
 }
-"$PY" -c "
-import sys, torch; sys.path.insert(0, '$SRC/scripts')
-from snapshot_to_torch import build_model
-torch.save(build_model('resnet34', 1000, 'imagenet').state_dict(), '$WORK/resnet34.pth')" || fail "saving resnet34"
 expect_error "another architecture" "matches resnet34 (imagenet stem): give that --preset" \
   "$WORK/resnet34.pth" --preset resnet18 --stem imagenet
 grep -q "not in resnet18: layer1.2.conv1.weight \[64, 64, 3, 3\]" "$WORK/bad.log" || fail "another architecture: the keys are not named"
-for kind in missing extra shape tracked nan; do
-  "$PY" "$HELP" bad "$kind" "$WORK/resnet18.pth" "$WORK/$kind.pth" || fail "making the $kind file"
-done
 expect_error "a missing key" "missing from the file: layer1.0.bn1.running_var \[64\]" "$WORK/missing.pth" --preset resnet18
 expect_error "an extra key" "not in resnet18: layer1.0.extra.weight \[3\]" "$WORK/extra.pth" --preset resnet18
 expect_error "a shape outside the head" \

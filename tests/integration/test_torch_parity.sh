@@ -4,27 +4,29 @@
 #    torchvision's weights written into a snapshot, one training forward/backward in ddp_train
 #    (tests/tools/torch_parity_step) and in torch: logits, loss, every parameter gradient and the
 #    batch-norm running statistics within 1e-4, as ||ours - torch||_2 / ||torch||_2 per tensor
-#    (torch_parity.py);
+#    (torch_parity.py, the three presets in one process);
 #  - a resnet20 trained briefly on real CIFAR-10: scripts/snapshot_to_torch.py's test accuracy and
 #    loss equal `ddp_train eval`'s (the same correct count of 500).
 source "$(dirname "$0")/lib.sh"
 TOOL="$(dirname "$BIN")/tests/torch_parity_step"
 [ -x "$TOOL" ] || skip "tests/torch_parity_step is not built next to $BIN (DDP_BUILD_TESTS=ON builds it)"
-# python3 may be another installation (pyenv) than Debian's, which has the packages.
+# python3 may be another installation (pyenv) than Debian's, which has the packages. The modules
+# are looked up, not imported (an `import torch` costs seconds; torch_parity.py imports them).
 PY=""
 for candidate in python3 /usr/bin/python3; do
-  if "$candidate" -c "import torch, torchvision, h5py" 2> /dev/null; then PY=$candidate; break; fi
+  if "$candidate" -c "import importlib.util as u, sys; sys.exit(not all(map(u.find_spec, sys.argv[1:])))" \
+    torch torchvision h5py 2> /dev/null; then PY=$candidate; break; fi
 done
 [ -n "$PY" ] || skip "no python3 with torch, torchvision and h5py (apt install python3-torchvision python3-h5py)"
 
-parity() {  # parity PRESET SIDE BATCH LABEL_SMOOTHING
-  "$PY" "$SRC/tests/integration/torch_parity.py" "$TOOL" "$WORK" "$@" > "$WORK/$1.log" 2>&1 ||
-    { cat "$WORK/$1.log"; fail "$1: ddp_train and torch disagree (or the comparison could not run)"; }
-  tail -1 "$WORK/$1.log"
-}
-parity resnet20 32 4 0.1
-parity resnet18 16 4 0
-parity mobilenet_v2 32 4 0
+# The three presets in one python process (one `import torch`), each seeded on its own.
+"$PY" "$SRC/tests/integration/torch_parity.py" "$TOOL" "$WORK" resnet20 32 4 0.1 resnet18 16 4 0 \
+  mobilenet_v2 32 4 0 > "$WORK/parity.log" 2>&1 ||
+  { cat "$WORK/parity.log"; fail "ddp_train and torch disagree (or the comparison could not run)"; }
+reported='^(resnet20|resnet18|mobilenet_v2) [(]'
+grep -E "$reported" "$WORK/parity.log"
+[ "$(grep -cE "$reported" "$WORK/parity.log")" = 3 ] ||
+  { cat "$WORK/parity.log"; fail "torch_parity.py did not report the three presets"; }
 
 [ -f "$CIFAR/test_batch.bin" ] || skip "parity passed; the trained-snapshot check needs real CIFAR-10 at $CIFAR"
 args=(--config "$SRC/configs/cifar_resnet20.toml" --data.root "$CIFAR" --data.train_limit 1024

@@ -12,31 +12,45 @@
   torch_import.py bad KIND IN.pth OUT.pth
       IN's state_dict with one thing wrong: missing (a running variance), extra (a key),
       shape (layer2.0.conv1.weight), tracked (a num_batches_tracked removed), nan (a value)
+  torch_import.py untrained PRESET CLASSES STEM OUT.pth
+      torch's model of PRESET as built (no seed, no statistics), saved as a state_dict
   torch_import.py same A.h5 B.h5 PREFIX...
       every tensor of A and B whose name starts with no PREFIX is bitwise equal in both, and every
       tensor that does (the head) differs; prints what it compared
+
+Several commands run in one process, in order, when separated by "--" (each `import torch` costs
+seconds): torch_import.py save ... -- bad ... -- compare ...; the first that fails ends it.
+"same" needs no torch, so torch is imported only by the commands that use it.
 """
 import os
 import sys
 
 import h5py
 import numpy as np
-import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-import snapshot_to_torch  # noqa: E402
+SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts")
+
+
+def _torch():
+    """(torch, snapshot_to_torch), imported on first use."""
+    import torch
+    sys.path.insert(0, SCRIPTS)
+    import snapshot_to_torch
+    return torch, snapshot_to_torch
 
 TOL = 1e-4
 CONFIG = {"data": {"normalize": "config", "mean": [0.5], "std": [0.5], "limit_subset": "first"}}
 
 
 def cifar_train_images(root, n):
+    torch, _ = _torch()
     raw = open(os.path.join(root, "data_batch_1.bin"), "rb").read(3073 * n)
     rec = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 3073)
     return torch.from_numpy(rec[:, 1:].reshape(-1, 3, 32, 32).astype(np.float32) / 127.5 - 1.0)
 
 
 def save(preset, classes, stem, root, out):
+    torch, snapshot_to_torch = _torch()
     torch.manual_seed(1234)
     model = snapshot_to_torch.build_model(preset, int(classes), stem)
     with torch.no_grad():
@@ -56,6 +70,7 @@ def save(preset, classes, stem, root, out):
 
 
 def compare(pth, preset, stem, root, n, csv):
+    torch, snapshot_to_torch = _torch()
     state = torch.load(pth, map_location="cpu")
     head = "classifier.1.weight" if preset == "mobilenet_v2" else "fc.weight"
     model = snapshot_to_torch.build_model(preset, state[head].shape[0], stem)
@@ -81,7 +96,13 @@ def compare(pth, preset, stem, root, n, csv):
         sys.exit(f"{preset}: logits differ from torchvision's by {err.max():.3g} > {TOL}")
 
 
+def untrained(preset, classes, stem, out):
+    torch, snapshot_to_torch = _torch()
+    torch.save(snapshot_to_torch.build_model(preset, int(classes), stem).state_dict(), out)
+
+
 def bad(kind, src, out):
+    torch, _ = _torch()
     state = torch.load(src, map_location="cpu")
     if kind == "missing":
         del state["layer1.0.bn1.running_var"]
@@ -117,11 +138,23 @@ def same(a, b, prefixes):
           f"{len(head)} changed: {', '.join(head)}")
 
 
-if __name__ == "__main__":
-    cmd, args = sys.argv[1], sys.argv[2:]
+def run(cmd, args):
     if cmd == "same":
         same(args[0], args[1], args[2:])
-    elif cmd in ("save", "compare", "bad"):
-        {"save": save, "compare": compare, "bad": bad}[cmd](*args)
+    elif cmd in ("save", "compare", "bad", "untrained"):
+        {"save": save, "compare": compare, "bad": bad, "untrained": untrained}[cmd](*args)
     else:
         sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    commands, args = [[]], sys.argv[1:]
+    for a in args:
+        if a == "--":
+            commands.append([])
+        else:
+            commands[-1].append(a)
+    if not all(commands):
+        sys.exit(__doc__)
+    for cmd in commands:
+        run(cmd[0], cmd[1:])

@@ -24,7 +24,10 @@ channels at 6.6 to 7.0 instead, around its upper kink), and of the seeds 0, 1, .
 the first whose float64 forward keeps every ReLU input at least MARGIN (relative to that input's
 standard deviation) away from a kink is used.
 
-usage: torch_parity.py TOOL WORKDIR PRESET SIDE BATCH LABEL_SMOOTHING
+usage: torch_parity.py TOOL WORKDIR PRESET SIDE BATCH LABEL_SMOOTHING [PRESET SIDE BATCH LABEL_SMOOTHING]...
+Several presets are checked one after the other in one process (an `import torch` costs seconds);
+each is seeded on its own, so each gets what a process of its own would; the exit status is 1 if
+any preset disagrees (every one is still checked and printed).
 """
 import os
 import subprocess
@@ -109,10 +112,9 @@ def forward_backward(preset, state, x, y, smoothing, dtype, margins=None):
     return model, logits.detach().double().numpy(), loss.item()
 
 
-def main():
-    tool, work, preset, side, batch, smoothing = sys.argv[1:7]
+def parity(tool, work, preset, side, batch, smoothing):
+    """Checks one preset; False (after printing what is over TOL) if ours and torch's disagree."""
     side, batch, smoothing = int(side), int(batch), float(smoothing)
-    torch.set_num_threads(1)
     for seed in range(20):
         model, x, y = candidate(preset, seed, side, batch)
         margins = []
@@ -178,7 +180,17 @@ def main():
     if bad:
         for k, v in sorted(bad.items(), key=lambda kv: -kv[1])[:20]:
             print(f"  over {TOL:g}: {k}: {v:.3e} (torch float32: {torch32.get(k, float('nan')):.1e})")
-        sys.exit(1)
+        return False
+    return True
+
+
+def main():
+    tool, work, groups = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if not groups or len(groups) % 4:
+        sys.exit(__doc__)
+    torch.set_num_threads(1)
+    ok = [parity(tool, work, *groups[i:i + 4]) for i in range(0, len(groups), 4)]
+    sys.exit(0 if all(ok) else 1)
 
 
 if __name__ == "__main__":
