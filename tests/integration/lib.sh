@@ -86,7 +86,10 @@ wait_for() {
 # wait_for's 0.1 s polls span many of a small model's steps), 1 after 300 s. With kill -STOP right
 # after it, a test holds the ranks where they are before it kills one.
 seen_now() {
-  local rc=0
+  local rc=0 i
+  # tail -F follows a file that does not exist yet by polling once a second (inotify needs it, or
+  # its directory, to exist): the file is waited for first, in 10 ms steps.
+  for ((i = 0; i < 30000; i++)); do [ -e "$1" ] && break; sleep 0.01; done
   coproc TAILF { exec tail -F -n +1 "$1" 2> /dev/null; }
   local pid=$TAILF_PID
   timeout 300 grep -m1 -q -- "$2" <&"${TAILF[0]}" || rc=1
