@@ -21,7 +21,7 @@ namespace {
 
 // Salt of the sample's seed: another subset than data.train_limit's for the same train.seed.
 constexpr std::uint64_t kWhiteningSalt = 0x77686974656e696eULL;  // "whitenin"
-constexpr std::int64_t kChunk = 256;                             // images staged at a time
+constexpr std::int64_t kWhiteningBatch = 256;                    // images staged at a time
 
 bool whitened(const nn::Layer& l) {
   return l.spec().type == "conv2d" && l.spec().init == "patch_whitening";
@@ -74,8 +74,8 @@ std::string apply_patch_whitening(nn::Model& model, const data::Dataset& train,
     nn::PatchCovariance cov(c, kh, kw);
     std::vector<float> images;
     std::vector<std::int32_t> labels;
-    for (std::int64_t first = 0; first < n; first += kChunk) {
-      const std::int64_t m = std::min(kChunk, n - first);
+    for (std::int64_t first = 0; first < n; first += kWhiteningBatch) {
+      const std::int64_t m = std::min(kWhiteningBatch, n - first);
       const std::span<const std::int64_t> idx(chosen.data() + first, static_cast<std::size_t>(m));
       images.resize(static_cast<std::size_t>(m * in.numel()));
       labels.resize(static_cast<std::size_t>(m));

@@ -8,6 +8,7 @@
 #include "ddp/data/flip_schedule.hpp"
 #include "ddp/data/options.hpp"
 #include "ddp/data/transform.hpp"
+#include "ddp/data/transform_description.hpp"
 
 namespace ddp::data {
 namespace {
@@ -73,6 +74,21 @@ TEST(AlternatingFlip, LoaderImagesAlternateAndKeepTheirCrops) {
                 alternating_flip(5, epoch, i) ? mirrored(cropped, i) : plain(cropped, i))
           << i;
   }
+}
+
+// The start-up line names the flip data.flip chose.
+TEST(AlternatingFlip, StartUpLineSaysWhichFlip) {
+  Options o;
+  o.augment = true;
+  const Normalization norm{{0.5f}, {0.25f}};
+  o.flip = "alternating";
+  EXPECT_EQ(describe_transforms(o, norm),
+            "transforms: train RandomCrop(padding=4), AlternatingHorizontalFlip(), "
+            "Normalize(mean=(0.5), std=(0.25)); eval Normalize(mean=(0.5), std=(0.25))\n");
+  o.flip = "none";
+  EXPECT_EQ(describe_transforms(o, norm),
+            "transforms: train RandomCrop(padding=4), Normalize(mean=(0.5), std=(0.25)); eval "
+            "Normalize(mean=(0.5), std=(0.25))\n");
 }
 
 }  // namespace

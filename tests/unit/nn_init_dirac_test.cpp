@@ -18,14 +18,14 @@ namespace {
 
 using testutil::L;
 
-struct ConvCase {
+struct DiracCase {
   std::int64_t in, out, kh, kw, groups;
 };
 
 // conv2d (the case, init) -> flatten -> linear, on c x 6 x 6 images; the conv's weight after
 // init_parameters(seed).
-std::vector<float> conv_weight(const ConvCase& c, const std::string& init, std::uint64_t seed,
-                               std::vector<float>* bias = nullptr) {
+std::vector<float> dirac_conv_weight(const DiracCase& c, const std::string& init,
+                                     std::uint64_t seed, std::vector<float>* bias = nullptr) {
   auto be = backend::make_cpu_backend();
   LayerSpec conv = L("conv2d", "conv", c.out);
   conv.kernel = Extent2(c.kh, c.kw);
@@ -44,7 +44,7 @@ std::vector<float> conv_weight(const ConvCase& c, const std::string& init, std::
 
 TEST(InitDirac, MatchesTorchDiracAndAirbenchsPartialDirac) {
   DDP_REQUIRE_RECIPE_ORACLE(oracle);
-  const std::vector<ConvCase> cases = {
+  const std::vector<DiracCase> cases = {
       {4, 4, 3, 3, 1},  // square: the identity
       {6, 4, 3, 3, 1},  // fewer filters than channels
       {3, 8, 3, 3, 1},  // more filters: the rest zero (dirac) or default (partial)
@@ -57,10 +57,10 @@ TEST(InitDirac, MatchesTorchDiracAndAirbenchsPartialDirac) {
                  std::to_string(c.kh) + "x" + std::to_string(c.kw) + " groups " +
                  std::to_string(c.groups));
     std::vector<float> bias;
-    const auto dirac = conv_weight(c, "dirac", 5, &bias);
+    const auto dirac = dirac_conv_weight(c, "dirac", 5, &bias);
     EXPECT_TRUE(std::all_of(bias.begin(), bias.end(), [](float b) { return b == 0.0f; }));
-    const auto base = conv_weight(c, "", 5);  // PyTorch's default init, same seed
-    const auto partial = conv_weight(c, "partial_dirac", 5, &bias);
+    const auto base = dirac_conv_weight(c, "", 5);  // PyTorch's default init, same seed
+    const auto partial = dirac_conv_weight(c, "partial_dirac", 5, &bias);
     EXPECT_TRUE(std::all_of(bias.begin(), bias.end(), [](float b) { return b == 0.0f; }));
     oracle.spec("shape = " + std::to_string(c.out) + " " + std::to_string(c.in / c.groups) + " " +
                 std::to_string(c.kh) + " " + std::to_string(c.kw) +

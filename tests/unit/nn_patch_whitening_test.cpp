@@ -66,7 +66,7 @@ TEST(SymmetricEigen, MatchesTorchEigh) {
 
 // The first `n` CIFAR-10 test images normalised as airbench does, or empty (and a skip) without
 // the data.
-std::vector<float> cifar_images(std::int64_t n, data::SampleSet* set_out = nullptr) {
+std::vector<float> whitening_cifar_images(std::int64_t n, data::SampleSet* set_out = nullptr) {
   const fs::path root = fs::path(DDP_SHARED_DATA_DIR) / "cifar-10-batches-bin";
   if (!fs::exists(root / "test_batch.bin")) return {};
   data::SampleSet set = data::read_cifar10(root, data::Split::test);
@@ -83,7 +83,7 @@ std::vector<float> cifar_images(std::int64_t n, data::SampleSet* set_out = nullp
 TEST(PatchWhitening, FiltersMatchAirbenchOnCifarPatches) {
   DDP_REQUIRE_RECIPE_ORACLE(oracle);
   const std::int64_t n = 200;
-  const auto images = cifar_images(n);
+  const auto images = whitening_cifar_images(n);
   if (images.empty()) GTEST_SKIP() << "CIFAR-10 not in " DDP_SHARED_DATA_DIR;
   for (const auto [kh, kw] : {std::pair{2, 2}, std::pair{3, 3}, std::pair{2, 3}}) {
     SCOPED_TRACE(std::to_string(kh) + "x" + std::to_string(kw));
@@ -109,7 +109,7 @@ TEST(PatchWhitening, FiltersMatchAirbenchOnCifarPatches) {
 TEST(PatchWhitening, TrainerSetsTheLayerAndItsOutputsAreWhite) {
   data::SampleSet set;
   const std::int64_t n = 100;
-  const auto images = cifar_images(n, &set);
+  const auto images = whitening_cifar_images(n, &set);
   if (images.empty()) GTEST_SKIP() << "CIFAR-10 not in " DDP_SHARED_DATA_DIR;
   // The dataset of those 100 images, all of which the whitening then reads.
   const data::InMemoryDataset train(set.head(n));

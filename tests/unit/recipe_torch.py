@@ -1,15 +1,13 @@
-#!/ usr / bin / env python3
-""
-    "PyTorch (1.13) as the outside oracle of the speed-run recipe features' unit tests.
+#!/usr/bin/env python3
+"""PyTorch (1.13) as the outside oracle of the speed-run recipe features' unit tests.
 
-    usage : recipe_torch
-                .py COMMAND DIR
+usage: recipe_torch.py COMMAND DIR
 
-                    DIR holds spec.txt(key = value lines) and
-    raw little - endian arrays;
-each command writes its answer into DIR : dirac shape(4 ints), groups; base.f32 (the weight before) ->
-           dirac.f32 = torch.nn.init.dirac_(empty, groups),
-           partial.f32 = base with torch.nn.init.dirac_(w[:w.size(1)]) (airbench's Conv)
+DIR holds spec.txt (key = value lines) and raw little-endian arrays; each command writes its answer
+into DIR:
+  dirac    shape (4 ints), groups; base.f32 (the weight before) -> dirac.f32 =
+           torch.nn.init.dirac_(empty, groups), partial.f32 = base with
+           torch.nn.init.dirac_(w[:w.size(1)]) (airbench's Conv)
   eigh     n; a.f64 (n x n) -> values.f64 ascending, vectors.f64 (row i: eigenvector i, its
            largest-magnitude entry made positive) from torch.linalg.eigh(UPLO='U') in float64
   whiten   shape (n c h w), kernel (kh kw), eps; images.f32 -> filters.f64: airbench94's
@@ -84,7 +82,7 @@ elif cmd == "whiten":
     kh, kw = ints("kernel")
     eps = floats("eps")[0]
     x = load("images.f32", np.float32, (n, c, h, w)).double()
-#airbench94.py's get_patches and get_whitening_parameters, in float64.
+    # airbench94.py's get_patches and get_whitening_parameters, in float64.
     patches = x.unfold(2, kh, 1).unfold(3, kw, 1).transpose(1, 3).reshape(-1, c, kh, kw)
     flat = patches.reshape(patches.shape[0], -1)
     cov = (flat.T @ flat) / flat.shape[0]
@@ -118,7 +116,7 @@ elif cmd == "tta":
         fc.bias.copy_(load("fc_b.f32", np.float32, fc.bias.shape))
     net = torch.nn.Sequential(conv, torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(), fc)
 
-#airbench94.py's infer_mirror and infer_mirror_translate (pad = shift).
+    # airbench94.py's infer_mirror and infer_mirror_translate (pad = shift).
     def infer_mirror(inputs):
         return 0.5 * net(inputs) + 0.5 * net(inputs.flip(-1))
 

@@ -54,12 +54,12 @@ TEST(ImageView, MatchesTorchReflectPadCropAndFlip) {
 }
 
 // conv 3x3 (padding 1) -> relu -> maxpool 2 -> flatten -> linear: the net recipe_torch.py builds.
-std::vector<nn::LayerSpec> small_net() {
+std::vector<nn::LayerSpec> tta_net() {
   return {L("conv2d", "conv", 4, 3, 1), L("relu", "relu"), L("maxpool", "pool", 0, 2),
           L("flatten", "flat"), L("linear", "fc", 10)};
 }
 
-std::vector<float> tensor_of(const nn::Model& m, const std::string& name) {
+std::vector<float> tta_param(const nn::Model& m, const std::string& name) {
   for (const auto& t : m.named_params())
     if (t.name == name) return {t.tensor.data(), t.tensor.data() + t.tensor.numel()};
   ADD_FAILURE() << "no " << name;
@@ -74,7 +74,7 @@ TEST(TestTimeAugmentation, EvaluatorAveragesLogitsAsAirbench) {
   const std::int64_t n = 21, h = 8, w = 8;
   const data::InMemoryDataset test(data::test_util::pattern_dataset(n, 3, h, w));
   const data::Normalization norm{{0.5f}, {0.25f}};
-  nn::Model model(small_net(), Shape{3, h, w}, 10, *be);
+  nn::Model model(tta_net(), Shape{3, h, w}, 10, *be);
   model.init_parameters(8);
   model.reserve(8);
   // The images as the evaluator sees them, for torch.
@@ -85,10 +85,10 @@ TEST(TestTimeAugmentation, EvaluatorAveragesLogitsAsAirbench) {
   data::fill_batch(test.samples(), all, norm, data::Augmentation{}, 0, 0, images.data(),
                    labels.data());
   oracle.write("images.f32", images);
-  oracle.write("conv_w.f32", tensor_of(model, "conv.weight"));
-  oracle.write("conv_b.f32", tensor_of(model, "conv.bias"));
-  oracle.write("fc_w.f32", tensor_of(model, "fc.weight"));
-  oracle.write("fc_b.f32", tensor_of(model, "fc.bias"));
+  oracle.write("conv_w.f32", tta_param(model, "conv.weight"));
+  oracle.write("conv_b.f32", tta_param(model, "conv.bias"));
+  oracle.write("fc_w.f32", tta_param(model, "fc.weight"));
+  oracle.write("fc_b.f32", tta_param(model, "fc.bias"));
 
   struct Case {
     const char* tta;

@@ -26,20 +26,20 @@ namespace fs = std::filesystem;
 using testutil::L;
 
 // conv -> batchnorm (buffers) -> relu -> flatten -> linear on 3 x 4 x 4.
-std::vector<nn::LayerSpec> net() {
+std::vector<nn::LayerSpec> ema_net() {
   return {L("conv2d", "conv", 2, 3, 1), L("batchnorm", "bn"), L("relu", "r"), L("flatten", "f"),
           L("linear", "fc", 3)};
 }
 
 // Writes new "trained" values into every parameter and buffer (what a step would), from (seed, t).
-void set_state(nn::Model& m, std::uint64_t t) {
+void ema_set_state(nn::Model& m, std::uint64_t t) {
   CounterRng rng(hash_words(31, t));
   for (auto& v : m.host_params()) v = 2.0f * rng.next_float() - 1.0f;
   for (auto& v : m.host_buffers()) v = rng.next_float() + 0.5f;
   m.push_state();
 }
 
-std::vector<float> concat(std::span<const float> a, std::span<const float> b) {
+std::vector<float> ema_concat(std::span<const float> a, std::span<const float> b) {
   std::vector<float> out(a.begin(), a.end());
   out.insert(out.end(), b.begin(), b.end());
   return out;
@@ -48,7 +48,7 @@ std::vector<float> concat(std::span<const float> a, std::span<const float> b) {
 TEST(WeightAverage, UpdatesMatchTorchLerp) {
   DDP_REQUIRE_RECIPE_ORACLE(oracle);
   auto be = backend::make_cpu_backend();
-  nn::Model m(net(), Shape{3, 4, 4}, 3, *be);
+  nn::Model m(ema_net(), Shape{3, 4, 4}, 3, *be);
   Options opt;
   opt.ema = 0.8;
   opt.ema_every = 2;
@@ -58,8 +58,8 @@ TEST(WeightAverage, UpdatesMatchTorchLerp) {
   WeightAverage ema(opt, m, total);
   std::vector<float> seq;
   for (std::int64_t t = 1; t <= steps; ++t) {
-    set_state(m, static_cast<std::uint64_t>(t));
-    const auto now = concat(m.host_params(), m.host_buffers());
+    ema_set_state(m, static_cast<std::uint64_t>(t));
+    const auto now = ema_concat(m.host_params(), m.host_buffers());
     seq.insert(seq.end(), now.begin(), now.end());
     EXPECT_EQ(ema.due(t), t > 3 && t % 2 == 0) << t;
     ema.after_step(t);
@@ -73,7 +73,7 @@ TEST(WeightAverage, UpdatesMatchTorchLerp) {
   ASSERT_TRUE(oracle.run("ema"));
   EXPECT_EQ(oracle.text("updates.txt"), "7");
   ema.pull();
-  const auto got = concat(ema.host_params(), ema.host_buffers());
+  const auto got = ema_concat(ema.host_params(), ema.host_buffers());
   const auto want = oracle.read<float>("ema.f32", count);
   for (std::size_t i = 0; i < count; ++i)
     ASSERT_NEAR(got[i], want[i], 2e-7f * std::max(1.0f, std::abs(want[i]))) << i;
@@ -81,44 +81,44 @@ TEST(WeightAverage, UpdatesMatchTorchLerp) {
 
 TEST(WeightAverage, LookaheadCopiesTheAverageIntoTheWeights) {
   auto be = backend::make_cpu_backend();
-  nn::Model m(net(), Shape{3, 4, 4}, 3, *be);
+  nn::Model m(ema_net(), Shape{3, 4, 4}, 3, *be);
   Options opt;
   opt.ema = 0.5;
   opt.ema_mode = "lookahead";
   WeightAverage ema(opt, m, 10);
-  set_state(m, 1);
+  ema_set_state(m, 1);
   ema.after_step(1);  // starts as a copy
-  const auto first = concat(m.host_params(), m.host_buffers());
-  set_state(m, 2);
-  const auto second = concat(m.host_params(), m.host_buffers());
+  const auto first = ema_concat(m.host_params(), m.host_buffers());
+  ema_set_state(m, 2);
+  const auto second = ema_concat(m.host_params(), m.host_buffers());
   ema.after_step(2);  // average = lerp(first, second, 0.5), and the weights take it
-  const auto now = concat(m.host_params(), m.host_buffers());
+  const auto now = ema_concat(m.host_params(), m.host_buffers());
   for (std::size_t i = 0; i < now.size(); ++i)
     ASSERT_FLOAT_EQ(now[i], 0.5f * (first[i] + second[i]));
   ema.pull();
-  EXPECT_EQ(concat(ema.host_params(), ema.host_buffers()), now);
+  EXPECT_EQ(ema_concat(ema.host_params(), ema.host_buffers()), now);
 }
 
 TEST(WeightAverage, SwapExchangesWeightsAndAverage) {
   auto be = backend::make_cpu_backend();
-  nn::Model m(net(), Shape{3, 4, 4}, 3, *be);
+  nn::Model m(ema_net(), Shape{3, 4, 4}, 3, *be);
   Options opt;
   opt.ema = 0.9;
   WeightAverage ema(opt, m, 10);
-  set_state(m, 1);
+  ema_set_state(m, 1);
   ema.after_step(1);
-  set_state(m, 2);
+  ema_set_state(m, 2);
   ema.after_step(2);
-  const auto live = concat(m.host_params(), m.host_buffers());
+  const auto live = ema_concat(m.host_params(), m.host_buffers());
   ema.pull();
-  const auto average = concat(ema.host_params(), ema.host_buffers());
+  const auto average = ema_concat(ema.host_params(), ema.host_buffers());
   ASSERT_NE(live, average);
   ema.swap_with_model();
-  EXPECT_EQ(concat(m.host_params(), m.host_buffers()), average);
+  EXPECT_EQ(ema_concat(m.host_params(), m.host_buffers()), average);
   ema.swap_with_model();
-  EXPECT_EQ(concat(m.host_params(), m.host_buffers()), live);
+  EXPECT_EQ(ema_concat(m.host_params(), m.host_buffers()), live);
   ema.pull();
-  EXPECT_EQ(concat(ema.host_params(), ema.host_buffers()), average);
+  EXPECT_EQ(ema_concat(ema.host_params(), ema.host_buffers()), average);
 }
 
 TEST(WeightAverage, SnapshotKeepsItUnderEmaAndEvalWeightsChoosesIt) {
@@ -134,13 +134,13 @@ TEST(WeightAverage, SnapshotKeepsItUnderEmaAndEvalWeightsChoosesIt) {
   Options to;
   to.ema = 0.5;
   WeightAverage ema(to, m, 10);
-  set_state(m, 1);
+  ema_set_state(m, 1);
   ema.after_step(1);
-  set_state(m, 2);
+  ema_set_state(m, 2);
   ema.after_step(2);
   ema.pull();
-  const auto average = concat(ema.host_params(), ema.host_buffers());
-  const auto live = concat(m.host_params(), m.host_buffers());
+  const auto average = ema_concat(ema.host_params(), ema.host_buffers());
+  const auto live = ema_concat(m.host_params(), m.host_buffers());
   ckpt::SnapshotMeta meta;
   meta.config_toml = "x = 1\n";
   meta.ema_updates = ema.updates();
@@ -154,7 +154,7 @@ TEST(WeightAverage, SnapshotKeepsItUnderEmaAndEvalWeightsChoosesIt) {
   EXPECT_EQ(s.ema.size(), s.model.size());
   std::vector<float> p(m.host_params().size()), b(m.host_buffers().size());
   ckpt::restore_average(s, m, p, b);
-  EXPECT_EQ(concat(p, b), average);
+  EXPECT_EQ(ema_concat(p, b), average);
   EXPECT_NE(ckpt::inspect(with).find("/ema"), std::string::npos);
   const ckpt::Snapshot plain = ckpt::read_snapshot(without);
   EXPECT_TRUE(plain.ema.empty());
@@ -167,7 +167,7 @@ TEST(WeightAverage, SnapshotKeepsItUnderEmaAndEvalWeightsChoosesIt) {
     cfg.eval.weights = choice;
     TrainedModel tm(cfg, snap);
     tm.model().pull_state();
-    return concat(tm.model().host_params(), tm.model().host_buffers());
+    return ema_concat(tm.model().host_params(), tm.model().host_buffers());
   };
   EXPECT_EQ(weights(s, "auto"), average);
   EXPECT_EQ(weights(s, "ema"), average);
