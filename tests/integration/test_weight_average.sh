@@ -112,7 +112,7 @@ grep -q "holds no moving average of the weights" "$WORK/none.out" ||
   { cat "$WORK/none.out"; fail "the refusal does not say why"; }
 
 # --- reproducible: the same average on 1 and 2 ranks ----------------------------------------------
-repro=("${common[@]}" --train.epochs 1 --train.reproducible true --train.chunk 16)
+repro=("${common[@]}" --train.epochs 1 --train.global_batch 64 --train.reproducible true --train.chunk 16)
 "$BIN" "${repro[@]}" --run.dir "$WORK/r1" > "$WORK/r1.out" 2>&1 || { cat "$WORK/r1.out"; fail "reproducible, 1 rank"; }
 mpirun_local -np 2 "$BIN" "${repro[@]}" --runtime.threads 1 --run.dir "$WORK/r2" > "$WORK/r2.out" 2>&1 ||
   { cat "$WORK/r2.out"; fail "reproducible, 2 ranks"; }

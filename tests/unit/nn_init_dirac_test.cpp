@@ -52,23 +52,34 @@ TEST(InitDirac, MatchesTorchDiracAndAirbenchsPartialDirac) {
       {6, 6, 3, 3, 6},  // depthwise
       {3, 5, 2, 4, 1},  // an even, non-square kernel: the centre is (kh/2, kw/2)
   };
-  for (const auto& c : cases) {
+  // Every case in one run of the oracle (each start of Python and torch costs seconds).
+  std::string spec = "cases = " + std::to_string(cases.size()) + "\n";
+  std::vector<std::vector<float>> dirac(cases.size()), partial(cases.size());
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
+    SCOPED_TRACE("case " + std::to_string(i));
+    std::vector<float> bias;
+    dirac[i] = dirac_conv_weight(c, "dirac", 5, &bias);
+    EXPECT_TRUE(std::all_of(bias.begin(), bias.end(), [](float b) { return b == 0.0f; }));
+    const auto base = dirac_conv_weight(c, "", 5);  // PyTorch's default init, same seed
+    partial[i] = dirac_conv_weight(c, "partial_dirac", 5, &bias);
+    EXPECT_TRUE(std::all_of(bias.begin(), bias.end(), [](float b) { return b == 0.0f; }));
+    const std::string k = std::to_string(i);
+    spec += "shape" + k + " = " + std::to_string(c.out) + " " + std::to_string(c.in / c.groups) +
+            " " + std::to_string(c.kh) + " " + std::to_string(c.kw) + "\ngroups" + k + " = " +
+            std::to_string(c.groups) + "\n";
+    oracle.write("base" + k + ".f32", base);
+  }
+  oracle.spec(spec);
+  ASSERT_TRUE(oracle.run("dirac"));
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
     SCOPED_TRACE("in " + std::to_string(c.in) + " out " + std::to_string(c.out) + " kernel " +
                  std::to_string(c.kh) + "x" + std::to_string(c.kw) + " groups " +
                  std::to_string(c.groups));
-    std::vector<float> bias;
-    const auto dirac = dirac_conv_weight(c, "dirac", 5, &bias);
-    EXPECT_TRUE(std::all_of(bias.begin(), bias.end(), [](float b) { return b == 0.0f; }));
-    const auto base = dirac_conv_weight(c, "", 5);  // PyTorch's default init, same seed
-    const auto partial = dirac_conv_weight(c, "partial_dirac", 5, &bias);
-    EXPECT_TRUE(std::all_of(bias.begin(), bias.end(), [](float b) { return b == 0.0f; }));
-    oracle.spec("shape = " + std::to_string(c.out) + " " + std::to_string(c.in / c.groups) + " " +
-                std::to_string(c.kh) + " " + std::to_string(c.kw) +
-                "\ngroups = " + std::to_string(c.groups) + "\n");
-    oracle.write("base.f32", base);
-    ASSERT_TRUE(oracle.run("dirac"));
-    EXPECT_EQ(dirac, oracle.read<float>("dirac.f32", dirac.size()));
-    EXPECT_EQ(partial, oracle.read<float>("partial.f32", partial.size()));
+    const std::string k = std::to_string(i);
+    EXPECT_EQ(dirac[i], oracle.read<float>("dirac" + k + ".f32", dirac[i].size()));
+    EXPECT_EQ(partial[i], oracle.read<float>("partial" + k + ".f32", partial[i].size()));
   }
 }
 

@@ -5,19 +5,20 @@ usage: recipe_torch.py COMMAND DIR
 
 DIR holds spec.txt (key = value lines) and raw little-endian arrays; each command writes its answer
 into DIR:
-  dirac    shape (4 ints), groups; base.f32 (the weight before) -> dirac.f32 =
-           torch.nn.init.dirac_(empty, groups), partial.f32 = base with
+  dirac    cases; per case i: shape<i> (4 ints), groups<i>; base<i>.f32 (the weight before) ->
+           dirac<i>.f32 = torch.nn.init.dirac_(empty, groups), partial<i>.f32 = base with
            torch.nn.init.dirac_(w[:w.size(1)]) (airbench's Conv)
   eigh     n; a.f64 (n x n) -> values.f64 ascending, vectors.f64 (row i: eigenvector i, its
            largest-magnitude entry made positive) from torch.linalg.eigh(UPLO='U') in float64
-  whiten   shape (n c h w), kernel (kh kw), eps; images.f32 -> filters.f64: airbench94's
+  whiten   shape (n c h w), kernels (kh kw pairs), eps; images.f32 -> filters<i>.f64: airbench94's
            get_patches / get_whitening_parameters / init_whitening_conv in float64, each
            eigenvector signed as for eigh
   view     shape (n c h w), views (dy dx flip triples); images.f32 -> view<i>.f32: F.pad(reflect)
-           by max |shift|, the crop, then .flip(-1)
-  tta      shape, level (1 or 2), shift, classes; images.f32, conv_w/conv_b/fc_w/fc_b.f32 (the
-           net conv3x3 pad 1 -> relu -> maxpool 2 -> flatten -> linear) -> logits.f32 by
-           airbench94's infer_mirror / infer_mirror_translate with pad = shift
+           by each axis's shift, the crop, then .flip(-1)
+  tta      shape, classes, cases (level shift pairs, level 1 or 2); images.f32,
+           conv_w/conv_b/fc_w/fc_b.f32 (the net conv3x3 pad 1 -> relu -> maxpool 2 -> flatten ->
+           linear) -> logits<i>.f32 by airbench94's infer_mirror / infer_mirror_translate with
+           pad = shift
   ema      steps, count, decay, every, start, ramp, total; seq.f32 (steps x count: the weights
            after each step) -> ema.f32 (the average after the last step, torch.lerp_ in float32)
            and updates.txt
@@ -64,13 +65,14 @@ def signed(vectors):
 
 
 if cmd == "dirac":
-    shape, groups = ints("shape"), ints("groups")[0]
-    w = torch.empty(shape)
-    torch.nn.init.dirac_(w, groups)
-    save("dirac.f32", w, np.float32)
-    base = load("base.f32", np.float32, shape).clone()
-    torch.nn.init.dirac_(base[: base.size(1)])
-    save("partial.f32", base, np.float32)
+    for i in range(ints("cases")[0]):
+        shape, groups = ints(f"shape{i}"), ints(f"groups{i}")[0]
+        w = torch.empty(shape)
+        torch.nn.init.dirac_(w, groups)
+        save(f"dirac{i}.f32", w, np.float32)
+        base = load(f"base{i}.f32", np.float32, shape).clone()
+        torch.nn.init.dirac_(base[: base.size(1)])
+        save(f"partial{i}.f32", base, np.float32)
 elif cmd == "eigh":
     n = ints("n")[0]
     a = load("a.f64", np.float64, (n, n))
@@ -79,33 +81,36 @@ elif cmd == "eigh":
     save("vectors.f64", signed(vectors.T), np.float64)
 elif cmd == "whiten":
     n, c, h, w = ints("shape")
-    kh, kw = ints("kernel")
+    kernels = ints("kernels")
     eps = floats("eps")[0]
     x = load("images.f32", np.float32, (n, c, h, w)).double()
-    # airbench94.py's get_patches and get_whitening_parameters, in float64.
-    patches = x.unfold(2, kh, 1).unfold(3, kw, 1).transpose(1, 3).reshape(-1, c, kh, kw)
-    flat = patches.reshape(patches.shape[0], -1)
-    cov = (flat.T @ flat) / flat.shape[0]
-    values, vectors = torch.linalg.eigh(cov, UPLO="U")
-    rows = signed(vectors.T)
-    values, rows = values.flip(0), rows.flip(0)
-    scaled = rows / torch.sqrt(values + eps)[:, None]
-    save("filters.f64", torch.cat((scaled, -scaled)), np.float64)
+    for i in range(len(kernels) // 2):
+        kh, kw = kernels[2 * i], kernels[2 * i + 1]
+        # airbench94.py's get_patches and get_whitening_parameters, in float64.
+        patches = x.unfold(2, kh, 1).unfold(3, kw, 1).transpose(1, 3).reshape(-1, c, kh, kw)
+        flat = patches.reshape(patches.shape[0], -1)
+        cov = (flat.T @ flat) / flat.shape[0]
+        values, vectors = torch.linalg.eigh(cov, UPLO="U")
+        rows = signed(vectors.T)
+        values, rows = values.flip(0), rows.flip(0)
+        scaled = rows / torch.sqrt(values + eps)[:, None]
+        save(f"filters{i}.f64", torch.cat((scaled, -scaled)), np.float64)
 elif cmd == "view":
     n, c, h, w = ints("shape")
     x = load("images.f32", np.float32, (n, c, h, w))
     v = ints("views")
     for i in range(len(v) // 3):
         dy, dx, flip = v[3 * i: 3 * i + 3]
-        p = max(abs(dy), abs(dx), 1)
-        padded = F.pad(x, (p,) * 4, "reflect")
-        out = padded[:, :, p + dy: p + dy + h, p + dx: p + dx + w]
+        # Each axis padded by its own shift (torch's reflect padding must stay below the side).
+        py, px = max(abs(dy), 1), max(abs(dx), 1)
+        padded = F.pad(x, (px, px, py, py), "reflect")
+        out = padded[:, :, py + dy: py + dy + h, px + dx: px + dx + w]
         if flip:
             out = out.flip(-1)
         save(f"view{i}.f32", out, np.float32)
 elif cmd == "tta":
     n, c, h, w = ints("shape")
-    level, shift, classes = ints("level")[0], ints("shift")[0], ints("classes")[0]
+    classes = ints("classes")[0]
     x = load("images.f32", np.float32, (n, c, h, w))
     conv = torch.nn.Conv2d(c, 4, 3, padding=1)
     fc = torch.nn.Linear(4 * (h // 2) * (w // 2), classes)
@@ -120,7 +125,7 @@ elif cmd == "tta":
     def infer_mirror(inputs):
         return 0.5 * net(inputs) + 0.5 * net(inputs.flip(-1))
 
-    def infer_mirror_translate(inputs):
+    def infer_mirror_translate(inputs, shift):
         logits = infer_mirror(inputs)
         padded = F.pad(inputs, (shift,) * 4, "reflect")
         translated = [padded[:, :, 0:h, 0:w], padded[:, :, 2 * shift: 2 * shift + h,
@@ -128,9 +133,13 @@ elif cmd == "tta":
         logits_translate = torch.stack([infer_mirror(t) for t in translated]).mean(0)
         return 0.5 * logits + 0.5 * logits_translate
 
-    with torch.no_grad():
-        out = infer_mirror(x) if level == 1 else infer_mirror_translate(x)
-    save("logits.f32", out, np.float32)
+    # One case per (level, shift) pair of "cases".
+    cases = ints("cases")
+    for i in range(len(cases) // 2):
+        level, shift = cases[2 * i], cases[2 * i + 1]
+        with torch.no_grad():
+            out = infer_mirror(x) if level == 1 else infer_mirror_translate(x, shift)
+        save(f"logits{i}.f32", out, np.float32)
 elif cmd == "ema":
     steps, count = ints("steps")[0], ints("count")[0]
     decay, ramp = floats("decay")[0], floats("ramp")[0]

@@ -33,9 +33,15 @@ std::vector<nn::LayerSpec> ema_net() {
 
 // Writes new "trained" values into every parameter and buffer (what a step would), from (seed, t).
 void ema_set_state(nn::Model& m, std::uint64_t t) {
+  // Through the named tensors: the flat buffers' alignment padding between them stays 0, as
+  // training leaves it (a snapshot holds the tensors, not the padding).
   CounterRng rng(hash_words(31, t));
-  for (auto& v : m.host_params()) v = 2.0f * rng.next_float() - 1.0f;
-  for (auto& v : m.host_buffers()) v = rng.next_float() + 0.5f;
+  for (const auto& p : m.named_params())
+    for (std::int64_t i = 0; i < p.tensor.numel(); ++i)
+      p.tensor.data()[i] = 2.0f * rng.next_float() - 1.0f;
+  for (const auto& b : m.named_buffers())
+    for (std::int64_t i = 0; i < b.tensor.numel(); ++i)
+      b.tensor.data()[i] = rng.next_float() + 0.5f;
   m.push_state();
 }
 
@@ -161,7 +167,7 @@ TEST(WeightAverage, SnapshotKeepsItUnderEmaAndEvalWeightsChoosesIt) {
   EXPECT_EQ(plain.meta.ema_updates, 0);  // no /ema, so nothing to resume
   EXPECT_THROW(ckpt::restore_average(plain, m, p, b), ConfigError);
 
-  Setup cfg;
+  ::ddp::train::Setup cfg;
   cfg.model.layers = layers;
   const auto weights = [&](const ckpt::Snapshot& snap, const std::string& choice) {
     cfg.eval.weights = choice;
