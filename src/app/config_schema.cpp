@@ -428,19 +428,6 @@ const std::vector<ConfigKey>& config_keys() {
                "after each update and at each epoch's end (airbench's)",
        .choices = {"average", "lookahead"}},
 
-      {DDP_KEY(eval, tta),
-       .help = "test-time augmentation: none; flip = the mean of the image's and its mirror's "
-               "logits; flip_translate = also shifted by eval.tta_shift pixels up-left and "
-               "down-right (reflected borders), weighted as airbench's tta_level 2",
-       .choices = {"none", "flip", "flip_translate"}},
-      {DDP_KEY(eval, tta_shift), .help = "eval.tta = flip_translate: the shift in pixels",
-       .range = at_least(1)},
-      {DDP_KEY(eval, weights),
-       .help = "the weights evaluated: auto = the moving average (train.ema) once it has "
-               "started, else the weights; ema = the average (an error without one); live = the "
-               "weights",
-       .choices = {"auto", "ema", "live"}},
-
       {DDP_KEY(optim, name), .help = "optimizer", .choices = {"sgd", "adam", "adamw"}},
       {DDP_KEY(optim, lr), .help = "base learning rate", .range = above(0.0)},
       {DDP_KEY(optim, momentum), .help = "sgd momentum", .range = unit_open()},
@@ -473,6 +460,19 @@ const std::vector<ConfigKey>& config_keys() {
        .range = at_least(1.0)},
       {DDP_KEY(schedule, final_div_factor),
        .help = "onecycle: final lr = initial lr / final_div_factor", .range = at_least(1.0)},
+
+      {DDP_KEY(eval, tta),
+       .help = "test-time augmentation: none; flip = the mean of the image's and its mirror's "
+               "logits; flip_translate = also shifted by eval.tta_shift pixels up-left and "
+               "down-right (reflected borders), weighted as airbench's tta_level 2",
+       .choices = {"none", "flip", "flip_translate"}},
+      {DDP_KEY(eval, tta_shift), .help = "eval.tta = flip_translate: the shift in pixels",
+       .range = at_least(1)},
+      {DDP_KEY(eval, weights),
+       .help = "the weights evaluated: auto = the moving average (train.ema) once it has "
+               "started, else the weights; ema = the average (an error without one); live = the "
+               "weights",
+       .choices = {"auto", "ema", "live"}},
 
       {DDP_KEY(comm, bucket_mb), .help = "gradient all-reduce bucket cap in MiB",
        .range = {.lo = 0.0, .hi = 65536.0, .lo_open = true}},

@@ -154,7 +154,6 @@ void write_snapshot(const fs::path& file, const nn::Model& model, optim::Optimiz
   if (ema && (ema->params.size() != model.host_params().size() ||
               ema->buffers.size() != model.host_buffers().size()))
     throw Error("internal: the moving average's buffers are not laid out as the model's");
-  if (!ema) state.meta.ema_updates = 0;  // no /ema: nothing to resume
 
   const fs::path tmp = temp_path_for(file);
   auto failure = [&](const std::string& why) {
