@@ -333,11 +333,12 @@ const std::vector<ConfigKey>& config_keys() {
                "SyncBatchNorm), so N ranks x B train as 1 rank x N*B; costs collectives per "
                "batch-norm layer"},
       {DDP_KEY(model, whitening_samples),
-       .help = "conv2d init = patch_whitening: training images (chosen by train.seed, without "
-               "augmentation) whose patch covariance sets the filters (0 = all)",
+       .help = "a convolution with init = patch_whitening: training images (chosen by train.seed, "
+               "without augmentation) whose patch covariance sets the filters (0 = all)",
        .range = at_least(0)},
       {DDP_KEY(model, whitening_eps),
-       .help = "conv2d init = patch_whitening: filters are eigenvectors / sqrt(eigenvalue + eps)",
+       .help = "a convolution with init = patch_whitening: filters are eigenvectors / "
+               "sqrt(eigenvalue + eps)",
        .range = above(0.0)},
 
       {DDP_KEY(train, epochs), .help = "passes over the training set", .range = at_least(1)},
