@@ -49,12 +49,24 @@ class RecipeOracle {
   data::test_util::TempDir dir_;
 };
 
-// A python3 with torch (and torchvision), or skips the test.
-#define DDP_REQUIRE_RECIPE_ORACLE(oracle)                                                      \
-  const std::string oracle##_python = ::ddp::data::test_util::find_python();                   \
-  if (oracle##_python.empty())                                                                 \
-    GTEST_SKIP() << "no python3 with torch, torchvision and numpy (apt install python3-torch " \
-                    "python3-torchvision)";                                                    \
+// A python3 that has torch and numpy, looked up without importing them (an import of torch costs
+// seconds; recipe_torch.py imports it once per test), or "".
+inline std::string find_recipe_python() {
+  for (const char* py : {"python3", "/usr/bin/python3"}) {
+    const std::string cmd = std::string(py) +
+                            " -c 'import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) "
+                            "for m in (\"torch\", \"numpy\")))' 2>/dev/null";
+    if (std::system(cmd.c_str()) == 0) return py;
+  }
+  return "";
+}
+
+// A python3 with torch and numpy, or skips the test.
+#define DDP_REQUIRE_RECIPE_ORACLE(oracle)                                         \
+  const std::string oracle##_python = ::ddp::testing::find_recipe_python();       \
+  if (oracle##_python.empty())                                                    \
+    GTEST_SKIP() << "no python3 with torch and numpy (apt install python3-torch " \
+                    "python3-numpy)";                                             \
   ::ddp::testing::RecipeOracle oracle(oracle##_python)
 
 }  // namespace ddp::testing
