@@ -28,6 +28,7 @@ enum class RngStream : std::uint64_t {
   augment = 3,
   dropout = 4,
   subset = 5,  // data.train_limit / data.test_limit
+  flip = 6,    // data.flip = "alternating": each sample's coin
 };
 
 // A small sequential generator seeded from a hash; used where a consumer needs several draws for

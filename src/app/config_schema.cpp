@@ -262,6 +262,11 @@ const std::vector<ConfigKey>& config_keys() {
        .help = "with data.train_size and data.augment: the random-resized crop's aspect ratio "
                "(width / height), min,max (torchvision's ratio)",
        .range = {.lo = 0.01, .hi = 100.0}, .sizes = {2}},
+      {DDP_KEY(data, flip),
+       .help = "data.augment's horizontal flip: random = each sample with probability 1/2 every "
+               "epoch; alternating = drawn once per sample (by train.seed), then inverted every "
+               "other epoch (airbench's); none",
+       .choices = {"random", "alternating", "none"}},
       {DDP_KEY(data, train_size),
        .help = "network input side for images of any size (0 = the dataset's own): training "
                "takes torchvision's RandomResizedCrop(train_size) + flip with data.augment "
@@ -327,6 +332,14 @@ const std::vector<ConfigKey>& config_keys() {
        .help = "batch norm in training uses the statistics of every rank's samples (PyTorch's "
                "SyncBatchNorm), so N ranks x B train as 1 rank x N*B; costs collectives per "
                "batch-norm layer"},
+      {DDP_KEY(model, whitening_samples),
+       .help = "a convolution with init = patch_whitening: training images (chosen by train.seed, "
+               "without augmentation) whose patch covariance sets the filters (0 = all)",
+       .range = at_least(0)},
+      {DDP_KEY(model, whitening_eps),
+       .help = "a convolution with init = patch_whitening: filters are eigenvectors / "
+               "sqrt(eigenvalue + eps)",
+       .range = above(0.0)},
 
       {DDP_KEY(train, epochs), .help = "passes over the training set", .range = at_least(1)},
       {DDP_KEY(train, batch_size), .help = "samples per step on each rank", .range = at_least(1)},
@@ -396,6 +409,25 @@ const std::vector<ConfigKey>& config_keys() {
        .help = "batch norm whose parameters train.freeze freezes: eval = normalise with its "
                "running statistics (they stay as loaded); train = batch statistics",
        .choices = {"eval", "train"}},
+      {DDP_KEY(train, ema),
+       .help = "exponential moving average of the weights and batch-norm statistics: decay per "
+               "optimizer step (0 = off); evaluated (eval.weights) and kept in snapshots",
+       .range = unit_open()},
+      {DDP_KEY(train, ema_every),
+       .help = "optimizer steps between moving-average updates (each then decays by "
+               "train.ema^ema_every)",
+       .range = at_least(1)},
+      {DDP_KEY(train, ema_start),
+       .help = "optimizer steps before the moving average starts (as a copy of the weights)",
+       .range = at_least(0)},
+      {DDP_KEY(train, ema_ramp),
+       .help = "the moving average's decay times (step / total steps)^ema_ramp: weak early, "
+               "strong at the end (airbench's 3); 0 = constant",
+       .range = at_least(0.0)},
+      {DDP_KEY(train, ema_mode),
+       .help = "average = kept beside the weights; lookahead = also copied into the weights "
+               "after each update and at each epoch's end (airbench's)",
+       .choices = {"average", "lookahead"}},
 
       {DDP_KEY(optim, name), .help = "optimizer", .choices = {"sgd", "adam", "adamw"}},
       {DDP_KEY(optim, lr), .help = "base learning rate", .range = above(0.0)},
@@ -429,6 +461,19 @@ const std::vector<ConfigKey>& config_keys() {
        .range = at_least(1.0)},
       {DDP_KEY(schedule, final_div_factor),
        .help = "onecycle: final lr = initial lr / final_div_factor", .range = at_least(1.0)},
+
+      {DDP_KEY(eval, tta),
+       .help = "test-time augmentation: none; flip = the mean of the image's and its mirror's "
+               "logits; flip_translate = also shifted by eval.tta_shift pixels up-left and "
+               "down-right (reflected borders), weighted as airbench's tta_level 2",
+       .choices = {"none", "flip", "flip_translate"}},
+      {DDP_KEY(eval, tta_shift), .help = "eval.tta = flip_translate: the shift in pixels",
+       .range = at_least(1)},
+      {DDP_KEY(eval, weights),
+       .help = "the weights evaluated: auto = the moving average (train.ema) once it has "
+               "started, else the weights; ema = the average (an error without one); live = the "
+               "weights",
+       .choices = {"auto", "ema", "live"}},
 
       {DDP_KEY(comm, bucket_mb), .help = "gradient all-reduce bucket cap in MiB",
        .range = {.lo = 0.0, .hi = 65536.0, .lo_open = true}},

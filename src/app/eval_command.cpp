@@ -85,6 +85,14 @@ int run_eval(EvalCommand& cmd, Config cfg, const ckpt::Snapshot& snap, runtime::
       model, tm.backend(), *test,
       data::training_normalization(cfg.data, model.input_shape()[0], cfg.train.seed), cfg.data,
       cfg.train.seed, comm, plan.shares(), plan.micro_batch());
+  evaluator.set_tta(train::TestTimeAugmentation(cfg.eval, model.input_shape()));
+  if (tm.uses_average() || evaluator.tta().views().size() > 1)
+    out << "evaluating "
+        << (tm.uses_average() ? "the moving average of the weights (/ema)" : "the weights")
+        << (evaluator.tta().views().size() > 1
+                ? ", test-time augmentation " + evaluator.tta().name()
+                : std::string())
+        << "\n";
   std::vector<float> logits;
   const auto e = evaluator.evaluate(cmd.dump_logits.empty() ? nullptr : &logits);
   char buf[160];

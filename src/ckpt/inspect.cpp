@@ -58,6 +58,9 @@ std::string inspect(const std::filesystem::path& file) {
   if (s.optimizer.empty()) os << " none";
   for (const auto& [name, tensors] : s.optimizer) os << " " << name;
   os << "\n";
+  if (!s.ema.empty())
+    os << "ema           " << s.ema.size() << " tensors under /ema, the moving average of the "
+       << "weights after " << m.ema_updates << " updates (train.ema)\n";
 
   // Every field of the table as stored, so that a new field shows without a line here.
   const auto& fields = snapshot_fields();

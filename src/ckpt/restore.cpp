@@ -95,6 +95,33 @@ void check_optimizer(const Snapshot& s, const std::vector<layout::Entry>& entrie
 
 }  // namespace
 
+void restore_average(const Snapshot& s, const nn::Model& model, std::span<float> params,
+                     std::span<float> buffers) {
+  if (params.size() != model.host_params().size() || buffers.size() != model.host_buffers().size())
+    throw Error("internal: the moving average's buffers are not laid out as the model's");
+  const auto entries = layout::model_entries(model);
+  std::vector<std::string> problems;
+  for (const auto& e : entries) {
+    const auto it = s.ema.find(e.name);
+    if (it == s.ema.end())
+      problems.push_back("missing from /ema: " + e.name);
+    else if (it->second.size() != static_cast<std::size_t>(e.tensor->tensor.numel()))
+      problems.push_back(e.name + ": /ema holds " + std::to_string(it->second.size()) +
+                         " values, the model " + std::to_string(e.tensor->tensor.numel()));
+  }
+  if (!problems.empty()) {
+    std::string msg = "snapshot '" + s.source.string() +
+                      "': its moving average of the weights (/ema) does not fit this model:";
+    for (const auto& p : problems) msg += "\n  " + p;
+    throw ConfigError(msg);
+  }
+  for (const auto& e : entries) {
+    const auto& src = s.ema.at(e.name);
+    float* dst = (e.is_param ? params : buffers).data() + e.tensor->offset;
+    std::copy(src.begin(), src.end(), dst);
+  }
+}
+
 void restore(const Snapshot& s, nn::Model& model, optim::Optimizer& opt) {
   if (s.meta.kind == kWeightsKind)
     throw ConfigError(weights_file_not_resumable(s.source.string(), s.meta));

@@ -56,6 +56,7 @@ std::string encode_snapshot(const Snapshot& s) {
     w.put(state);
     put_tensors(w, tensors);
   }
+  put_tensors(w, s.ema);
   return w.take();
 }
 
@@ -73,6 +74,7 @@ Snapshot decode_snapshot(std::string_view bytes) {
     std::string state = r.get_string();
     s.optimizer[std::move(state)] = get_tensors(r);
   }
+  s.ema = get_tensors(r);
   if (!r.done()) throw std::runtime_error("snapshot codec: trailing bytes");
   return s;
 }

@@ -83,6 +83,7 @@ const std::vector<Field>& snapshot_fields() {
       {kMeta, "chunk", kAttr, kOptional, DDP_FIELD(meta.chunk)},
       {kMeta, "kind", kAttr, kOptional, DDP_FIELD(meta.kind)},
       {kMeta, "imported_from", kAttr, kOptional, DDP_FIELD(meta.imported_from)},
+      {kMeta, "ema_updates", kAttr, kOptional, DDP_FIELD(meta.ema_updates)},
       {kOptimizer, "name", kAttr, kRequired, DDP_FIELD(optimizer_name)},
       {kOptimizer, "steps", kAttr, kRequired, DDP_FIELD(optimizer_steps)},
   };

@@ -12,6 +12,7 @@ namespace ddp::ckpt::layout {
 inline constexpr const char* kModel = "/model";
 inline constexpr const char* kOptimizer = "/optimizer";
 inline constexpr const char* kMeta = "/meta";
+inline constexpr const char* kEma = "/ema";  // the moving average's tensors, laid out as /model
 // The attribute of /meta a reader checks before anything else; the other attributes and texts of
 // /meta and /optimizer are rows of the field table (snapshot_fields.hpp).
 inline constexpr const char* kFormatVersion = "format_version";

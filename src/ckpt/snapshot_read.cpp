@@ -124,6 +124,20 @@ void read_optimizer(const OpenFile& f, Snapshot& s) {
   }
 }
 
+// /ema, when the file has one: every tensor a model tensor of the same name and shape.
+void read_ema(const OpenFile& f, Snapshot& s) {
+  if (H5Lexists(f.file, "ema", H5P_DEFAULT) <= 0) return;
+  std::map<std::string, const std::vector<std::int64_t>*> shape_of;
+  for (const auto& [name, shape] : s.shapes) shape_of[name] = &shape;
+  for_each_tensor(f.file, layout::kEma, [&](const std::string& name, const std::string& path) {
+    auto t = h5::read_tensor(f.file, path, f.size);
+    const auto it = shape_of.find(name);
+    if (it == shape_of.end() || *it->second != t.shape)
+      throw h5::Failure(path + ": no model tensor " + name + " of this shape");
+    s.ema.emplace(name, std::move(t.values));
+  });
+}
+
 Snapshot parse(const fs::path& path, const std::vector<char>& bytes,
                const std::optional<Header>& header, bool meta_only) {
   const OpenFile f = open_image(path, bytes, header);
@@ -133,6 +147,7 @@ Snapshot parse(const fs::path& path, const std::vector<char>& bytes,
   if (meta_only) return s;
   read_model(f, s);
   read_optimizer(f, s);
+  read_ema(f, s);
   return s;
 }
 

@@ -77,11 +77,11 @@ void create_layer_groups(hid_t f, const std::string& root, const std::vector<Ent
 std::vector<char> build_image(const fs::path& tmp, const std::vector<Entry>& entries,
                               const std::vector<std::optional<std::size_t>>& state_at,
                               const std::vector<OptimizerState>& optimizer,
-                              const SnapshotState& state) {
+                              const SnapshotState& state, const AveragedWeights* ema) {
   const SnapshotMeta& meta = state.meta;
   std::size_t tensor_bytes = 0;
   for (const auto& e : entries)
-    tensor_bytes += (e.is_param ? 1 + optimizer.size() : 1) *
+    tensor_bytes += ((e.is_param ? 1 + optimizer.size() : 1) + (ema ? 1 : 0)) *
                     static_cast<std::size_t>(e.tensor->tensor.numel()) * sizeof(float);
   const std::size_t estimate =
       tensor_bytes + meta.config_toml.size() + meta.metrics_jsonl.size() + (std::size_t{1} << 20);
@@ -110,6 +110,16 @@ std::vector<char> build_image(const fs::path& tmp, const std::vector<Entry>& ent
                          s.flat + *state_at[i], e.tensor->tensor.shape().dims());
   }
 
+  if (ema) {
+    // The moving average (train.ema), laid out as /model; older readers never look for it.
+    create_layer_groups(f, layout::kEma, entries);
+    for (const auto& e : entries) {
+      const std::span<const float> flat = e.is_param ? ema->params : ema->buffers;
+      h5::write_tensor(f, layout::join(layout::kEma, layout::join(e.layer, e.leaf)),
+                       flat.data() + e.tensor->offset, e.tensor->tensor.shape().dims());
+    }
+  }
+
   h5::create_group(f, layout::kMeta);
   write_fields(f, layout::kMeta, state);
 
@@ -129,7 +139,8 @@ std::vector<char> build_image(const fs::path& tmp, const std::vector<Entry>& ent
 }  // namespace
 
 void write_snapshot(const fs::path& file, const nn::Model& model, optim::Optimizer& opt,
-                    const std::string& optimizer_name, const SnapshotMeta& meta) {
+                    const std::string& optimizer_name, const SnapshotMeta& meta,
+                    const AveragedWeights* ema) {
   // The host mirrors of a GPU run's state (no copies on the CPU backend).
   model.pull_state();
   opt.pull_state();
@@ -140,6 +151,9 @@ void write_snapshot(const fs::path& file, const nn::Model& model, optim::Optimiz
   const std::vector<OptimizerState> optimizer = optimizer_state(opt, entries, state_at);
   SnapshotState state{meta, optimizer_name, opt.steps_taken()};
   state.meta.format_version = kFormatVersion;
+  if (ema && (ema->params.size() != model.host_params().size() ||
+              ema->buffers.size() != model.host_buffers().size()))
+    throw Error("internal: the moving average's buffers are not laid out as the model's");
 
   const fs::path tmp = temp_path_for(file);
   auto failure = [&](const std::string& why) {
@@ -153,7 +167,7 @@ void write_snapshot(const fs::path& file, const nn::Model& model, optim::Optimiz
     std::vector<char> image;
     {
       h5::QuietErrors quiet;
-      image = build_image(tmp, entries, state_at, optimizer, state);
+      image = build_image(tmp, entries, state_at, optimizer, state, ema);
     }
     const std::string error = write_durably(tmp, image.data(), image.size());
     if (!error.empty()) throw failure(error);

@@ -9,6 +9,7 @@
 #include "ddp/nn/activation_fusion.hpp"
 #include "ddp/nn/batch_stats_reducer.hpp"
 #include "ddp/nn/graph.hpp"
+#include "ddp/nn/init_dirac.hpp"
 #include "ddp/nn/layer_factory.hpp"
 #include "ddp/nn/layout_plan.hpp"
 #include "ddp/rng.hpp"
@@ -217,15 +218,30 @@ void Model::init_parameters(std::uint64_t seed) {
       const std::int64_t n = named[j].tensor.numel();
       const auto& s = specs[j];
       CounterRng rng(hash_words(seed, static_cast<std::uint64_t>(RngStream::init), salt, j));
+      // PyTorch: kaiming_uniform_(a=sqrt(5)) gives bound gain*sqrt(3/fan_in) = 1/sqrt(fan_in);
+      // the bias uses the same bound.
+      const auto uniform_fan_in = [&] {
+        const double bound = 1.0 / std::sqrt(static_cast<double>(s.fan_in));
+        for (std::int64_t i = 0; i < n; ++i)
+          d[i] = static_cast<float>((2.0 * rng.next_double() - 1.0) * bound);
+      };
       switch (s.init) {
-        case Init::uniform_fan_in: {
-          // PyTorch: kaiming_uniform_(a=sqrt(5)) gives bound gain*sqrt(3/fan_in) = 1/sqrt(fan_in);
-          // the bias uses the same bound.
-          const double bound = 1.0 / std::sqrt(static_cast<double>(s.fan_in));
-          for (std::int64_t i = 0; i < n; ++i)
-            d[i] = static_cast<float>((2.0 * rng.next_double() - 1.0) * bound);
+        case Init::uniform_fan_in:
+          uniform_fan_in();
           break;
-        }
+        case Init::dirac:
+          dirac_init(d, s.shape, s.groups, named[j].name);
+          break;
+        case Init::partial_dirac:
+          uniform_fan_in();
+          partial_dirac_init(d, s.shape, named[j].name);
+          break;
+        case Init::patch_whitening:
+          if (s.shape.rank() != 4)
+            throw ConfigError("model: init = \"patch_whitening\" takes a convolution weight; '" +
+                              named[j].name + "' is " + s.shape.str());
+          uniform_fan_in();  // until the trainer sets it from the data
+          break;
         case Init::kaiming_normal_fan_out:
         case Init::normal_001: {
           // kaiming_normal_(mode="fan_out", nonlinearity="relu"): std = sqrt(2 / fan_out).

@@ -19,22 +19,14 @@ void broadcast_state(comm::Communicator& comm, nn::Model& model, optim::Optimize
   opt->push_state();
 }
 
-void average_buffers(comm::Communicator& comm, nn::Model& model, std::int64_t samples) {
-  if (comm.size() == 1 || model.host_buffers().empty()) return;
+bool average_over_ranks(comm::Communicator& comm, std::span<const std::span<float>> parts,
+                        std::int64_t samples) {
+  if (comm.size() == 1) return true;
   std::int64_t total = samples;
   comm.allreduce_sum(std::span<std::int64_t>(&total, 1));
-  if (total <= 0) return;
-  model.pull_state();
-  // Only the statistics training changed: a frozen batch norm in eval mode keeps its own bitwise
-  // (an average of equal values need not round back to the value).
-  const auto all = model.host_buffers();
-  std::vector<std::span<float>> parts;
+  if (total <= 0) return false;
   std::size_t count = 0;
-  for (const auto& [begin, end] : model.trained_buffer_ranges()) {
-    parts.push_back(all.subspan(begin, end - begin));
-    count += end - begin;
-  }
-  if (count == 0) return;  // every batch norm frozen in eval mode: the same on every rank
+  for (const auto b : parts) count += b.size();
   // Weighted in double and rounded to float once, by the same arithmetic on every rank.
   std::vector<double> sum(count);
   const auto weight = static_cast<double>(samples);
@@ -46,7 +38,24 @@ void average_buffers(comm::Communicator& comm, nn::Model& model, std::int64_t sa
   at = 0;
   for (const auto b : parts)
     for (float& v : b) v = static_cast<float>(sum[at++] * inv);
-  model.push_state();
+  return true;
+}
+
+std::vector<std::span<float>> trained_buffers(const nn::Model& model, std::span<float> values) {
+  std::vector<std::span<float>> parts;
+  for (const auto& [begin, end] : model.trained_buffer_ranges())
+    if (end > begin) parts.push_back(values.subspan(begin, end - begin));
+  return parts;
+}
+
+void average_buffers(comm::Communicator& comm, nn::Model& model, std::int64_t samples) {
+  if (comm.size() == 1 || model.host_buffers().empty()) return;
+  model.pull_state();
+  // Only the statistics training changed: a frozen batch norm in eval mode keeps its own bitwise
+  // (an average of equal values need not round back to the value).
+  const auto parts = trained_buffers(model, model.host_buffers());
+  if (parts.empty()) return;  // every batch norm frozen in eval mode: the same on every rank
+  if (average_over_ranks(comm, parts, samples)) model.push_state();
 }
 
 void check_replicas(comm::Communicator& comm, const nn::Model& model, std::int64_t step) {

@@ -61,8 +61,14 @@ void Checkpointer::save(std::int64_t epoch, std::int64_t step_in_epoch,
   const std::string name =
       step_in_epoch > 0 ? ckpt::snapshot_name(epoch, step_in_epoch) : ckpt::snapshot_name(epoch);
   const std::filesystem::path file = std::filesystem::path(cfg_.run.dir) / name;
+  std::optional<ckpt::AveragedWeights> average;
+  if (ema_ && ema_->started()) {
+    ema_->pull();
+    average = ckpt::AveragedWeights{ema_->host_params(), ema_->host_buffers()};
+    meta.ema_updates = ema_->updates();
+  }
   const auto t0 = Clock::now();
-  ckpt::write_snapshot(file, model_, opt_, cfg_.optim.name, meta);
+  ckpt::write_snapshot(file, model_, opt_, cfg_.optim.name, meta, average ? &*average : nullptr);
   ckpt::prune(cfg_.run.dir, static_cast<int>(cfg_.train.keep_last), state_.run_id, meta.position);
   char buf[64];
   std::snprintf(buf, sizeof buf, " (%.3f s)", seconds_since(t0));
@@ -90,6 +96,14 @@ std::optional<ckpt::SnapshotState> Checkpointer::read_and_broadcast() {
     }
     ckpt::Snapshot snap = ckpt::read_snapshot(*file);
     ckpt::restore(snap, model_, opt_);
+    if (!ema_) {
+      snap.meta.ema_updates = 0;  // not kept by this run: nothing to send
+    } else if (snap.meta.ema_updates > 0) {
+      ckpt::restore_average(snap, model_, ema_->host_params(), ema_->host_buffers());
+    } else if (snap.meta.position.global_step > cfg_.train.ema_start) {
+      out_ << "resume: the snapshot holds no moving average of the weights; train.ema starts "
+              "one at the next update\n";
+    }
     const auto& p = snap.meta.position;
     out_ << "resume: " << file->string() << " (epoch " << p.epoch << ", step " << p.step_in_epoch
          << ", written by " << snap.meta.world_size << " rank(s))\n";
@@ -97,6 +111,16 @@ std::optional<ckpt::SnapshotState> Checkpointer::read_and_broadcast() {
   });
   // Rank 0 restored into its host mirrors; they travel over MPI and go to each backend.
   if (state && comm_.size() > 1) sync::broadcast_state(comm_, model_, &opt_);
+  if (state && ema_) {
+    ema_->set_updates(state->meta.ema_updates);
+    if (state->meta.ema_updates > 0) {
+      if (comm_.size() > 1) {
+        comm_.broadcast(std::as_writable_bytes(ema_->host_params()), 0);
+        comm_.broadcast(std::as_writable_bytes(ema_->host_buffers()), 0);
+      }
+      ema_->push();
+    }
+  }
   return state;
 }
 

@@ -41,6 +41,48 @@ void Evaluator::set_shares(std::vector<std::int64_t> shares, std::int64_t batch)
   batch_ = batch;
 }
 
+const Tensor& Evaluator::score_views(const Tensor& x, std::int64_t n) {
+  const nn::StepContext eval_ctx{nn::Mode::eval, 0, nullptr};
+  const auto& views = tta_.views();
+  if (views.size() == 1) return model_.forward(x, eval_ctx);
+  const Shape input = model_.input_shape();
+  const std::int64_t classes = model_.num_classes();
+  if (view_images_.numel() < input.with_batch(n).numel()) {
+    view_images_ = be_.alloc(input.with_batch(std::max(n, batch_)));
+    averaged_ = be_.alloc(Shape{std::max(n, batch_), classes});
+  }
+  const auto count = static_cast<std::size_t>(n * classes);
+  view_logits_.resize(views.size());
+  for (std::size_t v = 0; v < views.size(); ++v) {
+    const TtaView& view = views[v];
+    Tensor in = x;
+    if (view.dy != 0 || view.dx != 0 || view.flip) {
+      in = Tensor::view(view_images_.data(), input.with_batch(n), be_.device());
+      be_.image_view(n, input[0], input[1], input[2], view.dy, view.dx, view.flip, x.data(),
+                     in.data());
+    }
+    const Tensor& logits = model_.forward(in, eval_ctx);
+    view_logits_[v].resize(count);
+    if (be_.host_addressable())
+      std::copy_n(logits.data(), count, view_logits_[v].begin());
+    else
+      be_.download(logits.data(), view_logits_[v].data(), count);
+  }
+  host_logits_.resize(count);
+  tta_.combine(view_logits_, host_logits_);
+  averaged_view_ = Tensor::view(averaged_.data(), Shape{n, classes}, be_.device());
+  be_.upload(host_logits_.data(), averaged_view_.data(), count);
+  return averaged_view_;
+}
+
+const float* Evaluator::on_host(const Tensor& logits) {
+  if (tta_.views().size() > 1) return host_logits_.data();  // averaged there
+  if (be_.host_addressable()) return logits.data();
+  host_logits_.resize(static_cast<std::size_t>(logits.numel()));
+  be_.download(logits.data(), host_logits_.data(), host_logits_.size());
+  return host_logits_.data();
+}
+
 EvalResult Evaluator::evaluate(std::vector<float>* all_logits) {
   const data::SampleSet& test = test_.samples();
   // Each rank takes a contiguous shard of the test set sized by its share; no padding, so every
@@ -60,22 +102,16 @@ EvalResult Evaluator::evaluate(std::vector<float>* all_logits) {
   EvalResult e;
   e.confusion = Confusion(classes);
   if (all_logits) all_logits->assign(static_cast<std::size_t>(test.size() * classes), 0.0f);
-  std::vector<float> host_logits;
   std::vector<std::int32_t> labels;
   std::int64_t counts[2] = {0, 0};  // correct, samples
   while (auto b = feed.take()) {
     const Tensor x =
         Tensor::view(const_cast<float*>(b->images), input.with_batch(b->size), be_.device());
-    const Tensor& logits = model_.forward(x, nn::StepContext{nn::Mode::eval, 0, nullptr});
+    const Tensor& logits = score_views(x, b->size);
     loss_.score(logits, b->labels);
     feed.prefetch();  // staged while the device computes these logits
     // The predictions, on the host (a few floats per sample), for the confusion matrix.
-    const float* host = logits.data();
-    if (!be_.host_addressable()) {
-      host_logits.resize(static_cast<std::size_t>(logits.numel()));
-      be_.download(logits.data(), host_logits.data(), host_logits.size());
-      host = host_logits.data();
-    }
+    const float* host = on_host(logits);
     labels.resize(static_cast<std::size_t>(b->size));
     for (std::int64_t i = 0; i < b->size; ++i)
       labels[static_cast<std::size_t>(i)] =

@@ -16,13 +16,23 @@ TrainedModel::TrainedModel(const Setup& cfg, const ckpt::Snapshot& snap,
   model_ = std::make_unique<nn::Model>(cfg.model.layers, Shape{g.channels, g.height, g.width},
                                        g.classes, *be_);
   class_names_ = data::class_names(cfg.data, g.classes);
+  // eval.weights: the moving average of the weights (/ema) when asked for, or by default when the
+  // snapshot holds one.
+  const auto& w = cfg.eval.weights;
+  if (w == "ema" && snap.ema.empty())
+    throw ConfigError(snap.source.string() +
+                      ": eval.weights = \"ema\", but the snapshot holds no moving average of the "
+                      "weights (its run had train.ema = 0, or the average had not started); use "
+                      "eval.weights = \"live\"");
+  uses_average_ = w != "live" && !snap.ema.empty();
+  const auto& tensors = uses_average_ ? snap.ema : snap.model;
   // Every tensor of the model must be in the snapshot with its shape (all checked before any is
   // copied, so that the message lists them all).
   std::string wrong;
   for (const auto* list : {&model_->named_params(), &model_->named_buffers()})
     for (const auto& t : *list) {
-      const auto it = snap.model.find(t.name);
-      if (it == snap.model.end())
+      const auto it = tensors.find(t.name);
+      if (it == tensors.end())
         wrong += "\n  " + t.name + ": missing from the snapshot";
       else if (static_cast<std::int64_t>(it->second.size()) != t.tensor.numel())
         wrong += "\n  " + t.name + ": " + std::to_string(it->second.size()) +
@@ -36,7 +46,7 @@ TrainedModel::TrainedModel(const Setup& cfg, const ckpt::Snapshot& snap,
                       wrong);
   for (const auto* list : {&model_->named_params(), &model_->named_buffers()})
     for (const auto& t : *list) {
-      const auto& v = snap.model.at(t.name);
+      const auto& v = tensors.at(t.name);
       std::copy(v.begin(), v.end(), t.tensor.data());
     }
   model_->push_state();

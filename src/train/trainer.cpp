@@ -23,6 +23,7 @@
 #include "ddp/train/epoch_figures.hpp"
 #include "ddp/train/fine_tune.hpp"
 #include "ddp/train/memory_check.hpp"
+#include "ddp/train/patch_whitening.hpp"
 #include "ddp/train/progress_log.hpp"
 #include "ddp/train/rank_balance.hpp"
 #include "ddp/train/reproducible_checks.hpp"
@@ -70,6 +71,11 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
   model_ = std::make_unique<nn::Model>(cfg_.model.layers, data_.input, classes, *be_);
   loss_ = std::make_unique<nn::SoftmaxCrossEntropy>(*be_, classes, cfg_.train.label_smoothing);
   model_->init_parameters(cfg_.train.seed);
+  // Convolutions initialised from the data (init = "patch_whitening"): rank 0 computes them, the
+  // broadcast below hands them to every rank.
+  if (comm.rank() == 0)
+    whitening_note_ = apply_patch_whitening(*model_, *data_.train, data_.norm, cfg_.data,
+                                            cfg_.model, cfg_.train.seed);
   freeze_parameters(*model_, cfg_.train);  // before the optimizer: no state for what is frozen
   // Every replica starts from rank 0's weights (identical already by seed; this makes it a fact).
   sync::broadcast_state(comm_, *model_);
@@ -110,8 +116,17 @@ Trainer::Trainer(const Setup& cfg, comm::Communicator& comm, std::ostream& out, 
   evaluator_ =
       std::make_unique<Evaluator>(*model_, *be_, *data_.test, data_.norm, cfg_.data,
                                   cfg_.train.seed, comm_, plan_.shares(), plan_.micro_batch());
+  evaluator_->set_tta(TestTimeAugmentation(cfg_.eval, data_.input));
+  if (cfg_.train.ema > 0.0)
+    ema_ =
+        std::make_unique<WeightAverage>(cfg_.train, *model_, cfg_.train.epochs * steps_per_epoch_);
+  else if (cfg_.eval.weights == "ema")
+    throw ConfigError(
+        "eval.weights = \"ema\" evaluates the moving average of the weights, "
+        "which this run does not keep: set train.ema (e.g. 0.999) or eval.weights");
   checkpointer_ =
       std::make_unique<Checkpointer>(cfg_, comm_, out_, *model_, *opt_, step_->scaler(), state_);
+  checkpointer_->set_average(ema_.get());
   reserve_batches();
 }
 
@@ -158,6 +173,15 @@ void Trainer::apply_pending_shares() {
 }
 
 EvalResult Trainer::evaluate(std::vector<float>* logits) {
+  // eval.weights: the moving average, once it has started (lookahead copies it into the weights
+  // at each epoch's end, so the weights are evaluated then).
+  const bool average = ema_ && ema_->started() && !ema_->lookahead() && cfg_.eval.weights != "live";
+  if (!average) return evaluator_->evaluate(logits);
+  struct Swapped {
+    WeightAverage& ema;
+    explicit Swapped(WeightAverage& e) : ema(e) { ema.swap_with_model(); }
+    ~Swapped() { ema.swap_with_model(); }
+  } swapped(*ema_);
   return evaluator_->evaluate(logits);
 }
 
@@ -210,6 +234,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, E
     const TraceStep traced(trace_.get(), state_.global_step, wait_from);
     lr = step_->run(*b, plan_.step(b->global_size), *feed_, state_.global_step);
     ++state_.global_step;
+    if (ema_) ema_->after_step(state_.global_step);
     ++step;
     last_step_ = step;
     seen += b->size;
@@ -255,6 +280,7 @@ EpochMetrics Trainer::train_epoch(std::int64_t epoch, std::int64_t first_step, E
   // are every rank's already): the ranks average them, weighted by the samples each trained.
   // (In reproducible mode they are the chunks' already, the same on every rank.)
   if (!bn_reducer_ && plan_.chunk() == 0) sync::average_buffers(comm_, *model_, seen);
+  if (ema_) ema_->after_epoch(!bn_reducer_ && plan_.chunk() == 0 ? &comm_ : nullptr, seen);
   sync::check_replicas(comm_, *model_, state_.global_step);
   EpochMetrics m = epoch_metrics(state_.progress, epoch, cfg_.train.epochs, segment_, lr);
   // Every rank's speed (one allgather), with its slice of a full global batch this epoch.
@@ -317,6 +343,11 @@ void Trainer::print_banner(std::int64_t segment) {
   out_ << data_.note << data::describe_transforms(cfg_.data, data_.norm)
        << freeze_line(*model_, sync_->buckets());
   if (plan_.chunk() > 0) out_ << reproducible_line(plan_, backend::compute_threads());
+  out_ << whitening_note_;
+  if (ema_) out_ << ema_->describe() << "\n";
+  if (evaluator_->tta().views().size() > 1)
+    out_ << "eval: test-time augmentation " << evaluator_->tta().name() << " ("
+         << evaluator_->tta().views().size() << " views per image)\n";
   out_ << "run: " << state_.run_id << ", segment " << segment << ", in " << cfg_.run.dir << "\n";
   out_.flush();
 }

@@ -154,6 +154,13 @@ class SeparateMemoryBackend final : public Backend {
   void fill(std::int64_t c, float v, float* y) override { cpu_->fill(c, v, y); }
   void copy(std::int64_t c, const float* x, float* y) override { cpu_->copy(c, x, y); }
   void add(std::int64_t c, const float* x, float* y) override { cpu_->add(c, x, y); }
+  void lerp(std::int64_t c, const float* x, float wt, float* y) override {
+    cpu_->lerp(c, x, wt, y);
+  }
+  void image_view(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t dy,
+                  std::int64_t dx, bool flip, const float* x, float* y) override {
+    cpu_->image_view(n, c, h, w, dy, dx, flip, x, y);
+  }
   void copy_rows(std::int64_t r, std::int64_t c, const float* x, std::int64_t xp, float* y,
                  std::int64_t yp) override {
     cpu_->copy_rows(r, c, x, xp, y, yp);

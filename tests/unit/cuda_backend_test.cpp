@@ -13,6 +13,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ddp/backend/cpu_backend.hpp"
@@ -658,6 +659,33 @@ TEST_F(CudaVsCpu, FillCopyAddExact) {
   expect_equal(std::vector<float>(count, 0.25f), down(B, count), "fill 0.25");
   gpu_->fill(static_cast<std::int64_t>(count), 0.0f, B.floats());
   expect_equal(std::vector<float>(count, 0.0f), down(B, count), "fill 0");
+}
+
+// The moving average's lerp (both of torch's forms) and test-time augmentation's image views: the
+// same expressions (built with --fmad=false), so bit for bit.
+TEST_F(CudaVsCpu, LerpAndImageViewsExact) {
+  const std::size_t count = 3001;
+  const auto x = random_vec(count, 502), y = random_vec(count, 503);
+  for (const float weight : {0.05f, 0.5f, 0.93f}) {
+    auto X = up(x), Y = up(y);
+    gpu_->lerp(static_cast<std::int64_t>(count), X.floats(), weight, Y.floats());
+    std::vector<float> want = y;
+    cpu_->lerp(static_cast<std::int64_t>(count), x.data(), weight, want.data());
+    expect_equal(want, down(Y, count), "lerp " + std::to_string(weight));
+  }
+  const std::int64_t n = 3, c = 3, h = 9, w = 11;
+  const auto img = random_vec(static_cast<std::size_t>(n * c * h * w), 504);
+  auto I = up(img);
+  auto V = zeros(img.size());
+  for (const auto& [dy, dx, flip] : {std::tuple{0, 0, true}, std::tuple{-1, -1, false},
+                                     std::tuple{2, 2, true}, std::tuple{-3, 4, true}}) {
+    gpu_->image_view(n, c, h, w, dy, dx, flip, I.floats(), V.floats());
+    std::vector<float> want(img.size());
+    cpu_->image_view(n, c, h, w, dy, dx, flip, img.data(), want.data());
+    expect_equal(
+        want, down(V, img.size()),
+        "image_view " + std::to_string(dy) + " " + std::to_string(dx) + " " + std::to_string(flip));
+  }
 }
 
 // --- loss ----------------------------------------------------------------------------------------

@@ -200,6 +200,15 @@ class Backend {
   virtual void fill(std::int64_t count, float value, float* y) = 0;
   virtual void copy(std::int64_t count, const float* x, float* y) = 0;
   virtual void add(std::int64_t count, const float* x, float* y) = 0;  // y += x
+  // y = torch.lerp(y, x, weight): y + weight * (x - y) for weight < 0.5, else
+  // x - (x - y) * (1 - weight), as PyTorch rounds it (a moving average of the weights).
+  virtual void lerp(std::int64_t count, const float* x, float weight, float* y) = 0;
+  // A view of n plain NCHW images [n, c, h, w] for test-time augmentation: y[i, ch, r, col] =
+  // x[i, ch, reflect(r + dy), reflect(col' + dx)] with col' = w - 1 - col when flip, else col;
+  // reflect mirrors about the edge pixels (PyTorch's 'reflect' padding), |dy| < h, |dx| < w.
+  virtual void image_view(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
+                          std::int64_t dy, std::int64_t dx, bool flip, const float* x,
+                          float* y) = 0;
   // Whether add_activation does its work in one pass for `kind`: a residual add then applies the
   // ReLU after it itself (nn/activation_fusion.hpp). relu and relu6 only (no slope is passed).
   virtual bool add_fuses(Activation /*kind*/) const { return false; }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,6 +78,9 @@ struct SnapshotMeta {
   // eval take it, a resume refuses it.
   std::string kind = kSnapshotKind;
   std::string imported_from;  // a weights file: the file it was made from ("resnet18.pth")
+  // The moving average of the weights (train.ema): updates made so far; 0 when the run kept none
+  // or it had not started (then the file has no /ema).
+  std::int64_t ema_updates = 0;
 };
 
 // Everything a snapshot holds besides its tensors. Each member is one row of the field table
@@ -95,9 +99,14 @@ struct SnapshotState {
 // containing '/'). Reads the host mirrors of the model and optimizer state after pulling them
 // from the backend, so a GPU run's state is written like a CPU run's. optimizer_name: "sgd" |
 // "adam" | "adamw", recorded for inspect and for the caller to compare on resume.
+// A second copy of the model's tensors, laid out as its flat parameter and buffer host mirrors:
+// the moving average of the weights (train/weight_average.hpp), written under /ema.
+struct AveragedWeights {
+  std::span<const float> params, buffers;
+};
 void write_snapshot(const std::filesystem::path& file, const nn::Model& model,
                     optim::Optimizer& opt, const std::string& optimizer_name,
-                    const SnapshotMeta& meta);
+                    const SnapshotMeta& meta, const AveragedWeights* ema = nullptr);
 
 // A snapshot fully read into memory: its state and its tensors.
 struct Snapshot : SnapshotState {
@@ -107,6 +116,8 @@ struct Snapshot : SnapshotState {
   std::map<std::string, std::vector<float>> model;  // parameters and buffers by name
   // state name ("momentum", "exp_avg", ...) -> parameter name -> values
   std::map<std::string, std::map<std::string, std::vector<float>>> optimizer;
+  // /ema: the moving average's parameters and buffers by name (empty when the file has none).
+  std::map<std::string, std::vector<float>> ema;
 };
 
 // Throws DataError naming the file on anything wrong: missing, not HDF5, truncated, a checksum
@@ -121,6 +132,11 @@ SnapshotMeta read_meta(const std::filesystem::path& file);
 // or shape differs (missing, unexpected, shape A vs B) and changes nothing; likewise when the
 // optimizer keeps different state (e.g. an sgd snapshot into adam).
 void restore(const Snapshot& s, nn::Model& model, optim::Optimizer& opt);
+// The snapshot's moving average (/ema) into spans laid out as model's flat parameter and buffer
+// mirrors. ConfigError naming every tensor of the model that /ema lacks or holds in another size;
+// nothing is written then.
+void restore_average(const Snapshot& s, const nn::Model& model, std::span<float> params,
+                     std::span<float> buffers);
 
 // "snapshot_e0003.h5": after 3 completed epochs.
 std::string snapshot_name(std::int64_t epoch);

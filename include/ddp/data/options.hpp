@@ -22,6 +22,10 @@ struct Options {
   // train_size, RandomResizedCrop(train_size, rrc_scale, rrc_ratio) + horizontal flip (and
   // crop_padding is not used).
   bool augment = false;
+  // data.augment's flip: "random" (each sample with probability 1/2, drawn per epoch),
+  // "alternating" (drawn once per sample, then inverted every other epoch: airbench's),
+  // "none".
+  std::string flip = "random";
   std::int64_t crop_padding = 4;
   // RandomResizedCrop's ranges (torchvision's defaults): the fraction of the image's area a crop
   // covers, and its aspect ratio (width / height).

@@ -23,6 +23,9 @@ struct Augmentation {
   bool random_crop = false;
   int crop_padding = 4;
   bool hflip = false;  // horizontal flip with probability 1/2
+  // With hflip: the flip of data.flip = "alternating" (flip_schedule.hpp) instead of a coin per
+  // epoch. The crop's draws are the same either way.
+  bool alternating_flip = false;
 
   // Large-image transforms (data.train_size / data.eval_resize / data.eval_crop), on when out_size
   // > 0: every sample becomes out_size x out_size whatever its own size. Training loaders

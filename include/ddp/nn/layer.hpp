@@ -31,6 +31,12 @@ enum class Init {
   zeros,
   kaiming_normal_fan_out,  // N(0, 2/fan_out): torchvision's ResNet/MobileNetV2 convolutions
   normal_001,              // N(0, 0.01^2): MobileNetV2's classifier
+  // Convolution weights only (nn/init_dirac.hpp): torch.nn.init.dirac_ (identity filters);
+  // uniform_fan_in then dirac_ of the first in/groups filters (airbench's implicit residual);
+  // uniform_fan_in until the trainer sets the filters from the data (train/patch_whitening.hpp).
+  dirac,
+  partial_dirac,
+  patch_whitening,
 };
 
 struct ParamSpec {
@@ -39,6 +45,7 @@ struct ParamSpec {
   Init init = Init::zeros;
   std::int64_t fan_in = 0;
   std::int64_t fan_out = 0;  // kaiming_normal_fan_out: out_channels x kernel area (as PyTorch)
+  std::int64_t groups = 1;   // a convolution's channel groups (dirac)
 };
 
 // How a layer takes the backend's blocked activation layout (backend::ConvGeom; nn/layout_plan.hpp

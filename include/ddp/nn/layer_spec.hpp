@@ -43,7 +43,7 @@ struct LayerSpec {
   // Parameter initialisation: "" = PyTorch's default for the layer type; "kaiming_normal"
   // (weights N(0, 2/fan_out), bias 0: torchvision's ResNet and MobileNetV2 convolutions);
   // "normal" (weights N(0, 0.01^2), bias 0: MobileNetV2's classifier); "zeros" (batchnorm weight 0:
-  // zero_init_residual).
+  // zero_init_residual); conv2d only: "dirac", "partial_dirac", "patch_whitening" (nn::Init).
   std::string init;
 };
 

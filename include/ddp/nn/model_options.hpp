@@ -23,6 +23,10 @@ struct ModelOptions {
   // Batch norm in training normalises with the statistics of all ranks' samples (PyTorch's
   // SyncBatchNorm): N ranks x B then train as 1 rank x N*B.
   bool sync_batchnorm = false;
+  // A conv2d with init = "patch_whitening" (train/patch_whitening.hpp): the training images its
+  // patch covariance is estimated from (chosen by train.seed; 0 = all) and the eigenvalue floor.
+  std::int64_t whitening_samples = 5000;
+  double whitening_eps = 5e-4;
 };
 
 }  // namespace ddp::nn

@@ -5,6 +5,8 @@
 // checked (a digest compared with rank 0's). The state travels over the control-plane communicator
 // (MPI, host mirrors), whatever backend computes.
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "ddp/comm/communicator.hpp"
 #include "ddp/nn/model.hpp"
@@ -22,6 +24,14 @@ void broadcast_state(comm::Communicator& comm, nn::Model& model, optim::Optimize
 // all-reduced and scaled the same way on every rank, so the replicas agree bitwise after. Ranks
 // that trained no samples contribute nothing; when no rank did, nothing changes. Collective.
 void average_buffers(comm::Communicator& comm, nn::Model& model, std::int64_t samples);
+// The same for any host values laid out alike on every rank (a moving average's buffers): each
+// part becomes its average over the ranks weighted by `samples`. Returns false, changing nothing,
+// when no rank trained a sample. Collective; a no-op returning true on one rank.
+bool average_over_ranks(comm::Communicator& comm, std::span<const std::span<float>> parts,
+                        std::int64_t samples);
+// The parts of `values` (laid out as the model's buffers) that training changes: the model's
+// trained_buffer_ranges (a frozen batch norm in eval mode keeps its statistics).
+std::vector<std::span<float>> trained_buffers(const nn::Model& model, std::span<float> values);
 
 // All ranks compare their model's digest with rank 0's; throws Error naming the ranks that differ
 // (`step`: the global step, for the message). Collective; a no-op on one rank.

@@ -17,6 +17,7 @@
 #include "ddp/train/loss_scaler.hpp"
 #include "ddp/train/options.hpp"
 #include "ddp/train/trace.hpp"
+#include "ddp/train/weight_average.hpp"
 
 namespace ddp::train {
 
@@ -56,6 +57,10 @@ class Checkpointer {
   // steps_per_epoch (another global batch).
   std::vector<std::int64_t> resume(const BatchPlan& plan, std::int64_t steps_per_epoch);
 
+  // The run's moving average of the weights (train.ema; it outlives the checkpointer): written to
+  // and resumed from /ema.
+  void set_average(WeightAverage* ema) { ema_ = ema; }
+
  private:
   // Rank 0 finds and reads the snapshot into the model's and optimizer's host mirrors; its state
   // reaches every rank encoded through the snapshot field table (ckpt::broadcast_resume_state),
@@ -69,6 +74,7 @@ class Checkpointer {
   optim::Optimizer& opt_;
   LossScaler& scaler_;
   RunState& state_;
+  WeightAverage* ema_ = nullptr;
 };
 
 }  // namespace ddp::train

@@ -18,6 +18,7 @@
 #include "ddp/train/batch_feed.hpp"
 #include "ddp/train/confusion.hpp"
 #include "ddp/train/metrics.hpp"
+#include "ddp/train/test_time_augmentation.hpp"
 
 namespace ddp::train {
 
@@ -47,6 +48,10 @@ class Evaluator {
   // The batch slots to stage batches in (the trainer's, shared with training: it must outlive the
   // next evaluate); null: the evaluator's own, made at first use.
   void use_feed(BatchFeed* feed) { feed_ = feed; }
+  // Scores every test image through these views (eval.tta), their logits averaged; the default is
+  // the image alone.
+  void set_tta(TestTimeAugmentation tta) { tta_ = std::move(tta); }
+  const TestTimeAugmentation& tta() const { return tta_; }
 
   // Every rank gets the same result. logits: when given, receives every test sample's logits
   // ([test samples, classes], dataset order) on every rank.
@@ -66,6 +71,18 @@ class Evaluator {
   nn::SoftmaxCrossEntropy loss_;  // plain cross-entropy: evaluation scores without smoothing
   BatchFeed* feed_ = nullptr;
   std::unique_ptr<BatchFeed> own_feed_;
+  TestTimeAugmentation tta_;
+  // With several views: one view of a batch, each view's logits on the host, their average (on
+  // the host, and in the backend's memory for the loss).
+  Tensor view_images_, averaged_, averaged_view_;
+  std::vector<std::vector<float>> view_logits_;
+  std::vector<float> host_logits_;  // the views' average, or the logits downloaded
+
+  // The logits of batch x (n images): the model's, or the views' average. Valid until the next
+  // call.
+  const Tensor& score_views(const Tensor& x, std::int64_t n);
+  // Those logits on the host (waits for a device).
+  const float* on_host(const Tensor& logits);
 };
 
 }  // namespace ddp::train

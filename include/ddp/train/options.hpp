@@ -69,6 +69,27 @@ struct Options {
   std::vector<std::string> freeze;
   // A batch norm whose parameters are all frozen: "eval" (its running statistics) or "train".
   std::string frozen_bn = "eval";
+  // An exponential moving average of the weights and batch-norm statistics (weight_average.hpp):
+  // decay per optimizer step (0 = off), updated every ema_every steps once ema_start steps are
+  // done, the decay ramped by (step / total steps)^ema_ramp (0 = constant); "average" keeps it
+  // beside the weights (evaluated, snapshotted), "lookahead" also copies it into them.
+  double ema = 0.0;
+  std::int64_t ema_every = 1;
+  std::int64_t ema_start = 0;
+  double ema_ramp = 0.0;
+  std::string ema_mode = "average";
+};
+
+// The [eval] section: how a model is scored (training's evaluations and `ddp_train eval`).
+struct EvalOptions {
+  // Test-time augmentation (test_time_augmentation.hpp): "none", "flip" (the image and its mirror,
+  // logits averaged), "flip_translate" (also shifted by tta_shift pixels up-left and down-right,
+  // reflected at the borders; airbench's tta_level 2).
+  std::string tta = "none";
+  std::int64_t tta_shift = 1;
+  // Which weights: "auto" = the moving average when the run keeps one (train.ema) and it has
+  // started, else the weights; "ema" = the average (an error without one); "live" = the weights.
+  std::string weights = "auto";
 };
 
 struct Setup {
@@ -76,6 +97,7 @@ struct Setup {
   data::Options data;
   nn::ModelOptions model;
   Options train;
+  EvalOptions eval;
   optim::Options optim;
   optim::ScheduleOptions schedule;
   sync::Options comm;

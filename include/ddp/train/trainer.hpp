@@ -31,6 +31,7 @@
 #include "ddp/train/run_start.hpp"
 #include "ddp/train/train_step.hpp"
 #include "ddp/train/training_data.hpp"
+#include "ddp/train/weight_average.hpp"
 
 namespace ddp::train {
 
@@ -134,6 +135,8 @@ class Trainer {
   std::int64_t feed_batch_ = 0;               // the batch slots' size
   std::unique_ptr<ChunkStep> chunks_;         // train.reproducible
   std::unique_ptr<TrainStep> step_;
+  std::unique_ptr<WeightAverage> ema_;  // train.ema > 0
+  std::string whitening_note_;          // start-up lines of patch whitening (rank 0)
   std::unique_ptr<Evaluator> evaluator_;
   RunState state_;
   std::unique_ptr<Checkpointer> checkpointer_;

@@ -100,6 +100,13 @@ class CpuBackend final : public Backend {
   void fill(std::int64_t count, float value, float* y) override { cpu::fill(count, value, y); }
   void copy(std::int64_t count, const float* x, float* y) override { cpu::copy(count, x, y); }
   void add(std::int64_t count, const float* x, float* y) override { cpu::add(count, x, y); }
+  void lerp(std::int64_t count, const float* x, float weight, float* y) override {
+    cpu::lerp(count, x, weight, y);
+  }
+  void image_view(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t dy,
+                  std::int64_t dx, bool flip, const float* x, float* y) override {
+    cpu::image_view(n, c, h, w, dy, dx, flip, x, y);
+  }
   void add_activation(Activation kind, std::int64_t count, const float* x, float* y) override {
     cpu::add_activation(kind, count, x, y);
   }

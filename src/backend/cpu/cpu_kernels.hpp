@@ -21,6 +21,9 @@ void mul(std::int64_t count, const float* a, const float* b, float* y);
 void fill(std::int64_t count, float value, float* y);
 void copy(std::int64_t count, const float* x, float* y);
 void add(std::int64_t count, const float* x, float* y);
+void lerp(std::int64_t count, const float* x, float weight, float* y);
+void image_view(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t dy,
+                std::int64_t dx, bool flip, const float* x, float* y);
 void copy_rows(std::int64_t rows, std::int64_t cols, const float* x, std::int64_t x_pitch, float* y,
                std::int64_t y_pitch);
 bool unscale_check(std::int64_t count, float* g, float inv_scale);

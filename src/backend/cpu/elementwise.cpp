@@ -47,6 +47,18 @@ void add(std::int64_t count, const float* x, float* y) {
   for (std::int64_t i = 0; i < count; ++i) y[i] += x[i];
 }
 
+void lerp(std::int64_t count, const float* x, float weight, float* y) {
+  // PyTorch's two-sided form (aten/src/ATen/native/Lerp.h), so an average matches torch's bitwise.
+  const float rest = 1.0f - weight;
+  if (weight < 0.5f) {
+#pragma omp parallel for simd if (count >= kParallelMin) schedule(static)
+    for (std::int64_t i = 0; i < count; ++i) y[i] = y[i] + weight * (x[i] - y[i]);
+  } else {
+#pragma omp parallel for simd if (count >= kParallelMin) schedule(static)
+    for (std::int64_t i = 0; i < count; ++i) y[i] = x[i] - (x[i] - y[i]) * rest;
+  }
+}
+
 void copy_rows(std::int64_t rows, std::int64_t cols, const float* x, std::int64_t x_pitch, float* y,
                std::int64_t y_pitch) {
 #pragma omp parallel for if (rows * cols >= kParallelMin) schedule(static)

@@ -312,6 +312,13 @@ class CudaBackendImpl final : public CudaBackend {
   void add(std::int64_t count, const float* x, float* y) override {
     launch_add(ctx_->stream(), count, x, y);
   }
+  void lerp(std::int64_t count, const float* x, float weight, float* y) override {
+    launch_lerp(ctx_->stream(), count, x, weight, y);
+  }
+  void image_view(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t dy,
+                  std::int64_t dx, bool flip, const float* x, float* y) override {
+    launch_image_view(ctx_->stream(), n, c, h, w, dy, dx, flip, x, y);
+  }
   void copy_rows(std::int64_t rows, std::int64_t cols, const float* x, std::int64_t x_pitch,
                  float* y, std::int64_t y_pitch) override {
     if (rows <= 0 || cols <= 0) return;

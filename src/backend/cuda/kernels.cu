@@ -167,6 +167,29 @@ __global__ void add_kernel(std::int64_t count, const float* __restrict__ x, floa
   for (std::int64_t i = first_index(); i < count; i += grid_stride()) y[i] += x[i];
 }
 
+// cpu::lerp (torch.lerp's two forms).
+__global__ void lerp_kernel(std::int64_t count, const float* __restrict__ x, float weight,
+                            float* __restrict__ y) {
+  const float rest = 1.0f - weight;
+  for (std::int64_t i = first_index(); i < count; i += grid_stride())
+    y[i] = weight < 0.5f ? y[i] + weight * (x[i] - y[i]) : x[i] - (x[i] - y[i]) * rest;
+}
+
+// cpu::image_view: one thread per output pixel.
+__device__ inline std::int64_t reflect_index(std::int64_t i, std::int64_t n) {
+  return i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
+}
+__global__ void image_view_kernel(std::int64_t total, std::int64_t h, std::int64_t w,
+                                  std::int64_t dy, std::int64_t dx, bool flip,
+                                  const float* __restrict__ x, float* __restrict__ y) {
+  for (std::int64_t i = first_index(); i < total; i += grid_stride()) {
+    const std::int64_t col = i % w, r = (i / w) % h, plane = i / (w * h);
+    const std::int64_t sr = reflect_index(r + dy, h);
+    const std::int64_t sc = reflect_index((flip ? w - 1 - col : col) + dx, w);
+    y[i] = x[(plane * h + sr) * w + sc];
+  }
+}
+
 // cpu::sgd_step, its three loops.
 __global__ void sgd_plain_kernel(std::int64_t count, float lr, float wd, float* __restrict__ w,
                                  const float* __restrict__ g, const std::uint32_t* skip) {
@@ -332,6 +355,21 @@ void launch_add(cudaStream_t s, std::int64_t count, const float* x, float* y) {
   if (count <= 0) return;
   add_kernel<<<blocks_for(count), kThreads, 0, s>>>(count, x, y);
   DDP_CHECK_LAUNCH("add_kernel");
+}
+
+void launch_lerp(cudaStream_t s, std::int64_t count, const float* x, float weight, float* y) {
+  if (count <= 0) return;
+  lerp_kernel<<<blocks_for(count), kThreads, 0, s>>>(count, x, weight, y);
+  DDP_CHECK_LAUNCH("lerp_kernel");
+}
+
+void launch_image_view(cudaStream_t s, std::int64_t n, std::int64_t c, std::int64_t h,
+                       std::int64_t w, std::int64_t dy, std::int64_t dx, bool flip, const float* x,
+                       float* y) {
+  const std::int64_t total = n * c * h * w;
+  if (total <= 0) return;
+  image_view_kernel<<<blocks_for(total), kThreads, 0, s>>>(total, h, w, dy, dx, flip, x, y);
+  DDP_CHECK_LAUNCH("image_view_kernel");
 }
 
 void launch_sgd(cudaStream_t s, std::int64_t count, const Backend::SgdHyper& h, float* w,

@@ -29,6 +29,12 @@ void launch_activation_backward(cudaStream_t s, Activation kind, float alpha, st
 void launch_mul(cudaStream_t s, std::int64_t count, const float* a, const float* b, float* y);
 void launch_fill(cudaStream_t s, std::int64_t count, float value, float* y);
 void launch_add(cudaStream_t s, std::int64_t count, const float* x, float* y);
+// y = torch.lerp(y, x, weight) (Backend::lerp).
+void launch_lerp(cudaStream_t s, std::int64_t count, const float* x, float weight, float* y);
+// A reflect-padded translation and optional flip of n NCHW images (Backend::image_view).
+void launch_image_view(cudaStream_t s, std::int64_t n, std::int64_t c, std::int64_t h,
+                       std::int64_t w, std::int64_t dy, std::int64_t dx, bool flip, const float* x,
+                       float* y);
 void launch_sgd(cudaStream_t s, std::int64_t count, const Backend::SgdHyper& h, float* w,
                 const float* g, float* m);
 // bc1 = 1 - beta1^t, bc2_sqrt = sqrt(1 - beta2^t), computed on the host as the CPU does.

@@ -61,7 +61,8 @@ Augmentation train_augmentation(const Options& opt) {
   aug.random_resized_crop = aug.out_size > 0;
   aug.range = {opt.rrc_scale.at(0), opt.rrc_scale.at(1), opt.rrc_ratio.at(0), opt.rrc_ratio.at(1)};
   aug.random_crop = opt.augment && aug.out_size == 0;
-  aug.hflip = opt.augment;
+  aug.hflip = opt.augment && opt.flip != "none";
+  aug.alternating_flip = opt.flip == "alternating";
   aug.crop_padding = static_cast<int>(opt.crop_padding);
   aug.scaled_decode = opt.scaled_decode;
   return aug;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ddp/data/crop_decode.hpp"
+#include "ddp/data/flip_schedule.hpp"
 #include "ddp/data/resized_crop.hpp"
 
 // rng.hpp uses unsigned __int128, which -Wpedantic flags; it is a GCC/Clang extension we rely on.
@@ -39,6 +40,7 @@ void transform_sized_sample(const SampleSet& ds, std::int64_t idx, const Normali
     CounterRng rng(hash_words(seed, static_cast<std::uint64_t>(RngStream::augment), epoch,
                               static_cast<std::uint64_t>(idx)));
     flip = aug.hflip && (rng.next_u64() >> 63) != 0;
+    if (aug.hflip && aug.alternating_flip) flip = alternating_flip(seed, epoch, idx);
     const auto pick = [&](std::int64_t h, std::int64_t w) {
       return random_resized_crop_box(h, w, aug.range, [&] { return rng.next_double(); });
     };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "ddp/data/flip_schedule.hpp"
 #include "ddp/error.hpp"
 #include "sized_transform.hpp"
 #include "transform_check.hpp"
@@ -167,6 +168,7 @@ void fill_batch(const SampleSet& ds, std::span<const std::int64_t> indices,
       dy = static_cast<std::int64_t>(rng.next_below(span)) - P;
       dx = static_cast<std::int64_t>(rng.next_below(span)) - P;
       flip = (rng.next_u64() >> 63) != 0;
+      if (aug.alternating_flip) flip = alternating_flip(seed, epoch, idx);
       if (!aug.hflip) flip = false;
     }
 

@@ -58,7 +58,9 @@ std::string describe_transforms(const Options& opt, const Normalization& norm) {
   } else if (train.random_crop) {
     t.push_back("RandomCrop(padding=" + std::to_string(train.crop_padding) + ")");
   }
-  if (train.hflip) t.push_back("RandomHorizontalFlip()");
+  // data.flip = "alternating": drawn once per sample, inverted every other epoch (flip_schedule).
+  if (train.hflip)
+    t.push_back(train.alternating_flip ? "AlternatingHorizontalFlip()" : "RandomHorizontalFlip()");
   const std::string normalize = opt.normalize == "none"
                                     ? std::string()
                                     : "Normalize(" + describe_normalization(opt, norm) + ")";

@@ -86,7 +86,7 @@ std::vector<ParamSpec> Conv2d::param_specs() const {
   // PyTorch's fan-out of a [out, in/groups, kh, kw] weight: out x kh x kw (groups do not divide).
   const std::int64_t fan_out = g_.k * g_.r * g_.s;
   std::vector<ParamSpec> p{{"weight", Shape{g_.k, g_.c / g_.groups, g_.r, g_.s},
-                            init_weight(spec(), Init::uniform_fan_in), fan_in, fan_out}};
+                            init_weight(spec(), Init::uniform_fan_in), fan_in, fan_out, g_.groups}};
   if (g_.bias)
     p.push_back({"bias", Shape{g_.k}, init_bias(spec(), Init::uniform_fan_in), fan_in, fan_out});
   return p;

@@ -40,6 +40,9 @@ inline Init init_weight(const LayerSpec& spec, Init pytorch_default) {
   if (spec.init == "kaiming_normal") return Init::kaiming_normal_fan_out;
   if (spec.init == "normal") return Init::normal_001;
   if (spec.init == "zeros") return Init::zeros;
+  if (spec.init == "dirac") return Init::dirac;
+  if (spec.init == "partial_dirac") return Init::partial_dirac;
+  if (spec.init == "patch_whitening") return Init::patch_whitening;
   return pytorch_default;
 }
 inline Init init_bias(const LayerSpec& spec, Init pytorch_default) {

@@ -27,8 +27,12 @@ inline LayerKeyDef init() {
   return {DDP_SPEC_FIELD(init),
           .help =
               "initialisation: \"\" (PyTorch's default), kaiming_normal (fan-out, bias 0), "
-              "normal (std 0.01, bias 0), zeros (batchnorm weight 0)",
-          .choices = {"", "kaiming_normal", "normal", "zeros"}};
+              "normal (std 0.01, bias 0), zeros (batchnorm weight 0); conv2d only: dirac "
+              "(identity filters, torch.nn.init.dirac_), partial_dirac (default, then the first "
+              "in/groups filters identity), patch_whitening (from the training images' patch "
+              "covariance: model.whitening_*); bias 0 with any of them",
+          .choices = {"", "kaiming_normal", "normal", "zeros", "dirac", "partial_dirac",
+                      "patch_whitening"}};
 }
 
 }  // namespace ddp::nn::keys
