@@ -97,3 +97,19 @@ seen_now() {
   wait "$pid" 2> /dev/null || true
   return $rc
 }
+
+# stand_in_driver: a stand-in NVIDIA driver, the toolkit's stub libcuda.so as libcuda.so.1 (it
+# loads, and finds no GPU), for the plugin tests. Without a driver, runtime.device = auto and cuda
+# decide without loading the plugin at all; with one, as on a GPU node, the plugin is loaded and
+# what became of it is reported. Defines with_driver CMD... (runs CMD with it on the library path)
+# and sets real_driver (non-zero on a machine with a driver of its own, where "no driver" cannot be
+# checked); skips the test without a stub.
+stand_in_driver() {
+  local stub
+  stub=$(ls /usr/local/cuda/lib64/stubs/libcuda.so /usr/local/cuda/lib/stubs/libcuda.so \
+         /usr/local/cuda/targets/*/lib/stubs/libcuda.so 2> /dev/null | head -1 || true)
+  [ -n "$stub" ] || skip "no stub libcuda.so in /usr/local/cuda (the CUDA toolkit's stubs)"
+  mkdir -p "$WORK/driver" && cp "$stub" "$WORK/driver/libcuda.so.1"
+  real_driver=$(ldconfig -p | grep -c 'libcuda\.so\.1 ' || true)
+}
+with_driver() { LD_LIBRARY_PATH="$WORK/driver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }

@@ -23,16 +23,7 @@ grep -A3 "devices" "$WORK/doctor.log" | grep -q "another plugin interface" ||
   { cat "$WORK/doctor.log"; fail "doctor does not report the refused plugin"; }
 
 [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed; --version and doctor checked"
-# A stand-in NVIDIA driver: the toolkit's stub libcuda.so as libcuda.so.1 (it loads, and finds no
-# GPU). Without a driver, runtime.device = auto and cuda decide without loading the plugin at all;
-# with one, as on a GPU node, the plugin is loaded and what became of it is reported.
-stub=$(ls /usr/local/cuda/lib64/stubs/libcuda.so /usr/local/cuda/lib/stubs/libcuda.so \
-       /usr/local/cuda/targets/*/lib/stubs/libcuda.so 2> /dev/null | head -1 || true)
-[ -n "$stub" ] || skip "no stub libcuda.so in /usr/local/cuda (the CUDA toolkit's stubs)"
-mkdir -p "$WORK/driver" && cp "$stub" "$WORK/driver/libcuda.so.1"
-with_driver() { LD_LIBRARY_PATH="$WORK/driver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
-# Whether this machine has a driver of its own (a GPU node): then "no driver" cannot be checked.
-real_driver=$(ldconfig -p | grep -c 'libcuda\.so\.1 ' || true)
+stand_in_driver
 short=("${cfg[@]}" --data.train_limit 500 --data.test_limit 200 --train.epochs 1)
 if with_driver "$BIN" "${short[@]}" --runtime.device cuda --run-dir "$WORK/cuda" > "$WORK/cuda.log" 2>&1; then
   cat "$WORK/cuda.log"; fail "device = cuda succeeded with a foreign plugin"

@@ -49,16 +49,7 @@ grep -q "cuda plugin not loaded: libddp_cuda.so did not load: .*lib[a-z]*\.so[.0
   "$WORK/version_hidden" || fail "--version does not say that and why the plugin did not load"
 
 [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist); --version checked"
-# A stand-in NVIDIA driver: the toolkit's stub libcuda.so as libcuda.so.1 (it loads, and finds no
-# GPU). Without a driver, runtime.device = auto and cuda decide without loading the plugin at all;
-# with one, as on a GPU node, the plugin is loaded and what became of it is reported.
-stub=$(ls /usr/local/cuda/lib64/stubs/libcuda.so /usr/local/cuda/lib/stubs/libcuda.so \
-       /usr/local/cuda/targets/*/lib/stubs/libcuda.so 2> /dev/null | head -1 || true)
-[ -n "$stub" ] || skip "no stub libcuda.so in /usr/local/cuda (the CUDA toolkit's stubs)"
-mkdir -p "$WORK/driver" && cp "$stub" "$WORK/driver/libcuda.so.1"
-with_driver() { LD_LIBRARY_PATH="$WORK/driver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
-# Whether this machine has a driver of its own (a GPU node): then "no driver" cannot be checked.
-real_driver=$(ldconfig -p | grep -c 'libcuda\.so\.1 ' || true)
+stand_in_driver
 # mpirun_local's command line (a function cannot be exec'd in the namespace; we are root here).
 mpi=(mpirun --oversubscribe --mca btl self,vader,tcp --mca btl_tcp_if_include lo
      --mca oob_tcp_if_include lo --allow-run-as-root -x CUDA_VISIBLE_DEVICES -np 1)
