@@ -18,6 +18,7 @@ namespace {
 struct Header {
   std::int64_t ok = 0, n = 0, c = 0, h = 0, w = 0, classes = 0;
   std::int64_t encoded = 0, bytes = 0;  // images of varying sizes, kept encoded: their bytes
+  std::int64_t source = 0;              // the samples a limit picked these from
   char text[1024] = {};                 // origin, or the error message
 };
 
@@ -49,15 +50,17 @@ std::size_t aligned(std::size_t offset, std::size_t alignment) {
 
 }  // namespace
 
-SampleSet broadcast_samples(const std::function<SampleSet()>& read, comm::Communicator& world,
-                            const std::string& setting) {
+LimitedSet broadcast_samples(const std::function<LimitedSet()>& read, comm::Communicator& world,
+                             const std::string& setting) {
   const int rank = world.rank();
   Header hdr;
   std::optional<SampleSet> local;
   std::string error;
   if (rank == 0) {
     try {
-      local = read();
+      LimitedSet got = read();
+      hdr.source = got.source_size;
+      local = std::move(got.samples);
       hdr.ok = 1;
       hdr.encoded = local->is_encoded() ? 1 : 0;
       // An encoded head() view's bytes end at its last offset, before the buffer's end.
@@ -132,14 +135,16 @@ SampleSet broadcast_samples(const std::function<SampleSet()>& read, comm::Commun
   const std::span<const Label> labels(reinterpret_cast<const Label*>(p + label_offset),
                                       static_cast<std::size_t>(hdr.n));
   if (hdr.encoded)
-    return SampleSet::encoded_view(
-        hdr.text, hdr.c, static_cast<int>(hdr.classes), shared,
-        std::span<const std::uint8_t>(p, pixel_bytes),
-        std::span<const std::uint64_t>(reinterpret_cast<const std::uint64_t*>(p + offsets_offset),
-                                       offsets_count),
-        labels);
-  return SampleSet(hdr.text, hdr.n, hdr.c, hdr.h, hdr.w, static_cast<int>(hdr.classes), shared,
-                   std::span<const std::uint8_t>(p, pixel_bytes), labels);
+    return {SampleSet::encoded_view(
+                hdr.text, hdr.c, static_cast<int>(hdr.classes), shared,
+                std::span<const std::uint8_t>(p, pixel_bytes),
+                std::span<const std::uint64_t>(
+                    reinterpret_cast<const std::uint64_t*>(p + offsets_offset), offsets_count),
+                labels),
+            hdr.source};
+  return {SampleSet(hdr.text, hdr.n, hdr.c, hdr.h, hdr.w, static_cast<int>(hdr.classes), shared,
+                    std::span<const std::uint8_t>(p, pixel_bytes), labels),
+          hdr.source};
 }
 
 int ranks_on_node() {
@@ -153,10 +158,12 @@ int ranks_on_node() {
   return size;
 }
 
-SampleSet load_distributed(const Options& opt, Split split, comm::Communicator& world) {
+LimitedSet load_distributed(const Options& opt, Split split, std::uint64_t seed,
+                            comm::Communicator& world) {
+  // Rank 0 reads only the kept samples and the node shares only those.
   if (opt.distribute == "broadcast")
-    return broadcast_samples([&] { return read_dataset(opt, split); }, world);
-  if (opt.distribute == "each-reads") return read_dataset(opt, split);
+    return broadcast_samples([&] { return read_limited(opt, split, seed); }, world);
+  if (opt.distribute == "each-reads") return read_limited(opt, split, seed);
   throw ConfigError("data.distribute = '" + opt.distribute + "': expected each-reads or broadcast");
 }
 

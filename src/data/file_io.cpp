@@ -155,21 +155,26 @@ struct Inflater {
   }
 };
 
-std::vector<std::uint8_t> gunzip(const fs::path& file, const std::vector<std::uint8_t>& in) {
-  // The gzip trailer's ISIZE (uncompressed size mod 2^32) is a good first guess for the output
-  // size; deflate cannot expand by more than ~1032x, which bounds a corrupt trailer's claim.
-  std::uint64_t guess = 0;
-  if (in.size() >= 18) {
-    const std::uint8_t* t = in.data() + in.size() - 4;
-    guess = std::uint64_t{t[0]} | std::uint64_t{t[1]} << 8 | std::uint64_t{t[2]} << 16 |
-            std::uint64_t{t[3]} << 24;
-  }
-  guess = std::min<std::uint64_t>(guess, std::uint64_t{in.size()} * 1032);
-  // Inflated into a small buffer and appended: the output is reserved, not zero-filled first (a
-  // memset of Fashion-MNIST's 47 MB was a third of a small run's start-up).
-  std::vector<std::uint8_t> out;
-  out.reserve(static_cast<std::size_t>(std::max<std::uint64_t>(guess, 1 << 16)));
-  std::vector<std::uint8_t> piece(std::size_t{1} << 20);
+}  // namespace
+
+void gunzip_chunked(const fs::path& file, std::uint64_t size, const Consume& consume) {
+  File f = open_for_reading(file);
+  constexpr std::size_t kPiece = std::size_t{1} << 20;
+  std::vector<std::uint8_t> in(kPiece), out(kPiece);
+  std::size_t begin = 0, end = 0;  // the input read but not yet inflated: in[begin, end)
+  std::uint64_t read = 0, produced = 0;
+  // Moves what is left to the front and reads what fits after it.
+  const auto refill = [&] {
+    std::copy(in.begin() + static_cast<std::ptrdiff_t>(begin),
+              in.begin() + static_cast<std::ptrdiff_t>(end), in.begin());
+    end -= begin;
+    begin = 0;
+    const auto want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(in.size() - end, size - read));
+    fread_exact(f.get(), file, in.data() + end, want, read, size);
+    end += want;
+    read += want;
+  };
 
   Inflater inf;
   if (inflateInit2(&inf.zs, 15 + 16) != Z_OK) {  // 15 + 16: zlib window, gzip wrapper only
@@ -177,26 +182,27 @@ std::vector<std::uint8_t> gunzip(const fs::path& file, const std::vector<std::ui
   }
   inf.live = true;
   z_stream& zs = inf.zs;
-  constexpr std::size_t kMaxAvail = std::size_t{1} << 30;  // avail_in is 32-bit
-  std::size_t in_pos = 0;
   for (;;) {
-    const std::size_t in_chunk = std::min(kMaxAvail, in.size() - in_pos);
-    zs.next_in = const_cast<Bytef*>(in.data() + in_pos);  // zlib's API is not const-correct
-    zs.avail_in = static_cast<uInt>(in_chunk);
-    zs.next_out = piece.data();
-    zs.avail_out = static_cast<uInt>(piece.size());
+    if (begin == end && read < size) refill();
+    zs.next_in = in.data() + begin;
+    zs.avail_in = static_cast<uInt>(end - begin);
+    zs.next_out = out.data();
+    zs.avail_out = static_cast<uInt>(out.size());
     const int rc = inflate(&zs, Z_NO_FLUSH);
-    in_pos += in_chunk - zs.avail_in;
-    out.insert(out.end(), piece.data(), piece.data() + (piece.size() - zs.avail_out));
+    begin = end - zs.avail_in;
+    const std::uint64_t in_pos = read - (end - begin);  // compressed bytes inflated so far
+    const std::size_t got = out.size() - zs.avail_out;
+    if (got > 0) consume(out.data(), got, produced);
+    produced += got;
     if (rc == Z_STREAM_END) {
       // A gzip file may hold several members back to back (as `cat a.gz b.gz` makes).
-      if (in_pos < in.size() && is_gzip(in.data() + in_pos, in.size() - in_pos)) {
+      if (end - begin < 2 && read < size) refill();
+      if (begin < end && is_gzip(in.data() + begin, end - begin)) {
         inflateReset(&zs);
         continue;
       }
-      if (in_pos < in.size()) {
-        throw DataError(quoted(file) +
-                        ": corrupt gzip file: " + std::to_string(in.size() - in_pos) +
+      if (in_pos < size) {
+        throw DataError(quoted(file) + ": corrupt gzip file: " + std::to_string(size - in_pos) +
                         " unexpected bytes after the end of the compressed data");
       }
       break;
@@ -207,18 +213,40 @@ std::vector<std::uint8_t> gunzip(const fs::path& file, const std::vector<std::ui
                       (zs.msg ? std::string(zs.msg) : "error " + std::to_string(rc)) +
                       "); re-download or re-extract the file");
     }
-    if (in_pos == in.size() && zs.avail_out != 0) {
+    if (in_pos == size && zs.avail_out != 0) {
       // All input consumed, room left for output, but no end of stream: the file was cut short.
       throw DataError(quoted(file) + ": truncated gzip stream: the file ends (" +
-                      std::to_string(in.size()) + " bytes) before the compressed data does (" +
-                      std::to_string(out.size()) +
+                      std::to_string(size) + " bytes) before the compressed data does (" +
+                      std::to_string(produced) +
                       " bytes decompressed so far); re-download the file");
     }
   }
-  return out;
 }
 
-}  // namespace
+void read_records(const fs::path& file, std::uint64_t first_byte, std::size_t record_bytes,
+                  std::span<const std::int64_t> indices,
+                  const std::function<void(const std::uint8_t*, std::int64_t)>& consume) {
+  const std::uint64_t size = regular_file_size(file, "a file of fixed-size records");
+  File f = open_for_reading(file);
+  // Runs of consecutive records in one read each, of up to ~4 MiB.
+  const std::size_t per_read = std::max<std::size_t>(1, (std::size_t{4} << 20) / record_bytes);
+  std::vector<std::uint8_t> buf;
+  for (std::size_t k = 0; k < indices.size();) {
+    std::size_t e = k + 1;
+    while (e < indices.size() && indices[e] == indices[e - 1] + 1 && e - k < per_read) ++e;
+    const std::uint64_t offset = first_byte + static_cast<std::uint64_t>(indices[k]) * record_bytes;
+    const std::size_t bytes = (e - k) * record_bytes;
+    buf.resize(bytes);
+    if (fseeko(f.get(), static_cast<off_t>(offset), SEEK_SET) != 0) {
+      const int err = errno;
+      throw DataError(quoted(file) + ": cannot seek to byte " + std::to_string(offset) + ": " +
+                      std::generic_category().message(err));
+    }
+    fread_exact(f.get(), file, buf.data(), bytes, offset, size);
+    for (std::size_t r = k; r < e; ++r) consume(buf.data() + (r - k) * record_bytes, indices[r]);
+    k = e;
+  }
+}
 
 std::vector<std::uint8_t> read_maybe_gzip(const fs::path& file, std::string_view expected,
                                           bool* was_gzip) {
@@ -226,12 +254,36 @@ std::vector<std::uint8_t> read_maybe_gzip(const fs::path& file, std::string_view
   if (size > std::numeric_limits<std::size_t>::max() / 2) {
     throw DataError(quoted(file) + ": too large (" + std::to_string(size) + " bytes)");
   }
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
-  read_exact(file, bytes.data(), size);
-  const bool gz = is_gzip(bytes.data(), bytes.size());
+  std::uint8_t magic[2] = {};
+  std::uint8_t trailer[4] = {};
+  {
+    File f = open_for_reading(file);
+    fread_exact(f.get(), file, magic, static_cast<std::size_t>(std::min<std::uint64_t>(2, size)), 0,
+                size);
+    // The gzip trailer's ISIZE (uncompressed size mod 2^32): a first guess for the output.
+    if (size >= 18 && fseeko(f.get(), static_cast<off_t>(size - 4), SEEK_SET) == 0)
+      fread_exact(f.get(), file, trailer, 4, size - 4, size);
+  }
+  const bool gz = is_gzip(magic, static_cast<std::size_t>(std::min<std::uint64_t>(2, size)));
   if (was_gzip) *was_gzip = gz;
-  if (!gz) return bytes;
-  return gunzip(file, bytes);
+  if (!gz) {
+    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
+    read_exact(file, bytes.data(), size);
+    return bytes;
+  }
+  // Inflated piece by piece and appended: the output is reserved, not zero-filled first (a memset
+  // of Fashion-MNIST's 47 MB was a third of a small run's start-up), and the compressed file is
+  // never held whole. Deflate cannot expand by more than ~1032x, which bounds a corrupt trailer.
+  const std::uint64_t guess =
+      std::min<std::uint64_t>(std::uint64_t{trailer[0]} | std::uint64_t{trailer[1]} << 8 |
+                                  std::uint64_t{trailer[2]} << 16 | std::uint64_t{trailer[3]} << 24,
+                              size * 1032);
+  std::vector<std::uint8_t> out;
+  out.reserve(static_cast<std::size_t>(std::max<std::uint64_t>(guess, 1 << 16)));
+  gunzip_chunked(file, size, [&](const std::uint8_t* data, std::size_t bytes, std::uint64_t) {
+    out.insert(out.end(), data, data + bytes);
+  });
+  return out;
 }
 
 std::optional<fs::path> raw_or_gzip(const fs::path& raw, std::string_view expected) {

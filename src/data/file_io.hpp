@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,21 @@ void read_exact(const std::filesystem::path& file, std::uint8_t* out, std::uint6
 void read_chunked(
     const std::filesystem::path& file, std::uint64_t size, std::size_t chunk,
     const std::function<void(const std::uint8_t*, std::size_t, std::uint64_t)>& consume);
+
+// What a chunked reader hands on: (data, bytes, offset of data in the content).
+using Consume = std::function<void(const std::uint8_t*, std::size_t, std::uint64_t)>;
+
+// Decompresses the gzip file `file` of `size` bytes piece by piece (1 MiB of input and of output
+// at a time), handing each piece of output to `consume` with its offset in the decompressed
+// content. Corrupt or truncated streams are DataErrors, as in read_maybe_gzip.
+void gunzip_chunked(const std::filesystem::path& file, std::uint64_t size, const Consume& consume);
+
+// Reads the records at `indices` (ascending) of a file of `record_bytes`-byte records that start at
+// byte `first_byte`, consecutive records in one read, handing each to consume(record, index).
+// A record past the end of the file is a DataError.
+void read_records(const std::filesystem::path& file, std::uint64_t first_byte,
+                  std::size_t record_bytes, std::span<const std::int64_t> indices,
+                  const std::function<void(const std::uint8_t*, std::int64_t)>& consume);
 
 // The whole content of `file`, decompressed when it starts with the gzip magic bytes 0x1f 0x8b (the
 // name does not matter). Corrupt or truncated gzip streams are DataErrors. `*was_gzip` (if given)

@@ -52,22 +52,6 @@ bool streamed(const Options& d) {
 
 namespace {
 
-// The file samples limit_samples keeps of n, numbered as it numbers them (empty: all).
-std::vector<std::int64_t> kept_samples(const Options& d, Split split, std::uint64_t seed,
-                                       std::int64_t n) {
-  const std::int64_t limit = split == Split::train ? d.train_limit : d.test_limit;
-  std::vector<std::int64_t> samples;
-  if (limit > 0 && limit < n) {
-    if (d.limit_subset == "first") {
-      samples.resize(static_cast<std::size_t>(limit));
-      for (std::int64_t i = 0; i < limit; ++i) samples[static_cast<std::size_t>(i)] = i;
-    } else {
-      samples = random_subset(n, limit, seed, split);
-    }
-  }
-  return samples;
-}
-
 std::unique_ptr<Dataset> open_stream(const Options& d, const std::string& file,
                                      std::vector<std::int64_t> samples, int compute_threads) {
   int workers = static_cast<int>(d.workers);
@@ -102,16 +86,13 @@ std::string mib(std::int64_t bytes) {
 std::unique_ptr<Dataset> open_dataset(const Options& d, Split split, std::uint64_t seed,
                                       comm::Communicator& world, int compute_threads,
                                       std::string& note) {
-  const std::int64_t limit = split == Split::train ? d.train_limit : d.test_limit;
   if (!streamed(d)) {
-    SampleSet set = load_distributed(d, split, world);
-    const std::int64_t all = set.size();
-    return std::make_unique<InMemoryDataset>(limit_samples(set, limit, d.limit_subset, seed, split),
-                                             all);
+    LimitedSet set = load_distributed(d, split, seed, world);
+    return std::make_unique<InMemoryDataset>(std::move(set.samples), set.source_size);
   }
   const std::string& file = split == Split::train ? d.train_file : d.test_file;
   const packed::Header h = packed::read_header(file);
-  std::vector<std::int64_t> samples = kept_samples(d, split, seed, h.samples);
+  std::vector<std::int64_t> samples = Limit::of(d, split, seed).kept(h.samples);
   if (d.cache == "node") {
     // The bytes the node would hold: the kept samples' share of the file's (exact for images of
     // one size). Every rank decides alike (the sharing is collective): the split is held once per
@@ -130,10 +111,14 @@ std::unique_ptr<Dataset> open_dataset(const Options& d, Split split, std::uint64
       std::vector<std::int64_t> chunks;
       if (d.shuffle_window > 0) chunks = chunk_of_samples(file, samples);
       // Rank 0 takes the subset before sharing, so the node holds only the kept samples.
-      SampleSet set = broadcast_samples(
-          [&] { return limit_samples(read_packed(file), limit, d.limit_subset, seed, split); },
+      LimitedSet set = broadcast_samples(
+          [&] {
+            return LimitedSet{limit_samples(read_packed(file), Limit::of(d, split, seed)),
+                              h.samples};
+          },
           world, "data.cache = \"node\"");
-      return std::make_unique<InMemoryDataset>(std::move(set), h.samples, std::move(chunks));
+      return std::make_unique<InMemoryDataset>(std::move(set.samples), h.samples,
+                                               std::move(chunks));
     }
     note += "data.cache = node: " + file + " takes " + mib(need) + " in memory, more than " +
             (need > budget ? std::to_string(ranks) + " ranks x data.cache_mb = " + mib(budget) +

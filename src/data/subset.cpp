@@ -34,19 +34,44 @@ std::vector<std::int64_t> random_subset(std::int64_t n, std::int64_t k, std::uin
   return order;
 }
 
+Limit Limit::of(const Options& opt, Split split, std::uint64_t seed) {
+  return Limit{.count = split == Split::train ? opt.train_limit : opt.test_limit,
+               .pick = opt.limit_subset,
+               .seed = seed,
+               .split = split};
+}
+
+std::vector<std::int64_t> Limit::kept(std::int64_t n) const {
+  const char* key = split == Split::train ? "data.train_limit" : "data.test_limit";
+  if (count < 0)
+    throw ConfigError(std::string(key) + " = " + std::to_string(count) + " must be >= 0");
+  if (count == 0 || count >= n) return {};
+  if (pick != "random" && pick != "first")
+    throw ConfigError("data.limit_subset = '" + pick + "': expected random or first");
+  if (pick == "random") return random_subset(n, count, seed, split);
+  std::vector<std::int64_t> first(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) first[static_cast<std::size_t>(i)] = i;
+  return first;
+}
+
+std::string Limit::origin(const std::string& origin, std::int64_t n) const {
+  if (pick == "first")
+    return origin + " (first " + std::to_string(count) + " of " + std::to_string(n) + " samples)";
+  return origin + " (" + std::to_string(count) + " of " + std::to_string(n) +
+         " samples, a random subset by train.seed " + std::to_string(seed) + ")";
+}
+
+SampleSet limit_samples(const SampleSet& ds, const Limit& limit) {
+  const std::vector<std::int64_t> idx = limit.kept(ds.size());
+  if (idx.empty()) return ds;
+  // "first" keeps a view of the leading samples (no copy); its origin is head()'s.
+  if (limit.pick == "first") return ds.head(limit.count);
+  return ds.gather(idx, limit.origin(ds.origin(), ds.size()));
+}
+
 SampleSet limit_samples(const SampleSet& ds, std::int64_t limit, const std::string& pick,
                         std::uint64_t seed, Split split) {
-  const char* key = split == Split::train ? "data.train_limit" : "data.test_limit";
-  if (limit < 0)
-    throw ConfigError(std::string(key) + " = " + std::to_string(limit) + " must be >= 0");
-  if (limit == 0 || limit >= ds.size()) return ds;
-  if (pick == "first") return ds.head(limit);
-  if (pick != "random")
-    throw ConfigError("data.limit_subset = '" + pick + "': expected random or first");
-  const std::vector<std::int64_t> idx = random_subset(ds.size(), limit, seed, split);
-  return ds.gather(idx, ds.origin() + " (" + std::to_string(limit) + " of " +
-                            std::to_string(ds.size()) + " samples, a random subset by train.seed " +
-                            std::to_string(seed) + ")");
+  return limit_samples(ds, Limit{.count = limit, .pick = pick, .seed = seed, .split = split});
 }
 
 int classes_present(const SampleSet& ds) {

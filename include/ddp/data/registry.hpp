@@ -24,6 +24,8 @@ struct DatasetInfo {
   DatasetShape shape;
   bool builtin = true;  // read from data.root (and `ddp_train pack --format NAME` takes it)
   SampleSet (*read)(const Options&, Split) = nullptr;
+  // Reads only the samples a limit keeps (fixed-size records); nullptr: read, then limit.
+  LimitedSet (*read_limited)(const Options&, Split, const Limit&) = nullptr;
 };
 
 // Every dataset, built-ins first.

@@ -19,7 +19,8 @@ const char* split_key(Split split) {
   return split == Split::train ? "data.train_file" : "data.test_file";
 }
 
-SampleSet read_fashion(const Options& opt, Split split) {
+// Fashion-MNIST's root, or a DataError that says where Debian's package puts it.
+void check_fashion_root(const Options& opt) {
   std::error_code ec;
   const fs::path root = opt.root, debian = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(root, ec)) {
@@ -35,7 +36,16 @@ SampleSet read_fashion(const Options& opt, Split split) {
                                "{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz files") +
                     detail::missing_root_advice(root));
   }
-  return read_mnist_dir(root, split);
+}
+
+SampleSet read_fashion(const Options& opt, Split split) {
+  check_fashion_root(opt);
+  return read_mnist_dir(opt.root, split);
+}
+
+LimitedSet read_fashion_limited(const Options& opt, Split split, const Limit& limit) {
+  check_fashion_root(opt);
+  return read_mnist_dir(opt.root, split, limit);
 }
 
 SampleSet read_packed_split(const Options& opt, Split split) {
@@ -50,14 +60,23 @@ SampleSet read_packed_split(const Options& opt, Split split) {
 const std::array<DatasetInfo, 5> kDatasets = {{
     {.name = "cifar10",
      .shape = {10, 3, 32, 32},
-     .read = [](const Options& o, Split s) { return read_cifar10(o.root, s); }},
+     .read = [](const Options& o, Split s) { return read_cifar10(o.root, s); },
+     .read_limited = [](const Options& o, Split s,
+                        const Limit& l) { return read_cifar10(o.root, s, l); }},
     {.name = "cifar100",
      .shape = {100, 3, 32, 32},
-     .read = [](const Options& o, Split s) { return read_cifar100(o.root, s); }},
+     .read = [](const Options& o, Split s) { return read_cifar100(o.root, s); },
+     .read_limited = [](const Options& o, Split s,
+                        const Limit& l) { return read_cifar100(o.root, s, l); }},
     {.name = "mnist",
      .shape = {10, 1, 28, 28},
-     .read = [](const Options& o, Split s) { return read_mnist_dir(o.root, s); }},
-    {.name = "fashion_mnist", .shape = {10, 1, 28, 28}, .read = read_fashion},
+     .read = [](const Options& o, Split s) { return read_mnist_dir(o.root, s); },
+     .read_limited = [](const Options& o, Split s,
+                        const Limit& l) { return read_mnist_dir(o.root, s, l); }},
+    {.name = "fashion_mnist",
+     .shape = {10, 1, 28, 28},
+     .read = read_fashion,
+     .read_limited = read_fashion_limited},
     {.name = "packed", .shape = {}, .builtin = false, .read = read_packed_split},
 }};
 

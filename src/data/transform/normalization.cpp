@@ -38,8 +38,7 @@ Normalization make_normalization(const Options& d, std::int64_t channels, const 
 Normalization training_normalization(const Options& opt, std::int64_t channels,
                                      std::uint64_t seed) {
   if (opt.normalize != "dataset") return make_normalization(opt, channels, nullptr);
-  const auto train = limit_samples(read_dataset(opt, Split::train), opt.train_limit,
-                                   opt.limit_subset, seed, Split::train);
+  const auto train = read_limited(opt, Split::train, seed).samples;
   return make_normalization(opt, channels, &train);
 }
 
