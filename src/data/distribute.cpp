@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <span>
 
@@ -75,6 +76,10 @@ LimitedSet broadcast_samples(const std::function<LimitedSet()>& read, comm::Comm
     } catch (const Error& e) {
       error = e.what();
       std::strncpy(hdr.text, e.what(), sizeof hdr.text - 1);
+    } catch (const std::bad_alloc&) {
+      // Every rank must hear of it: the others wait for this header.
+      error = "out of memory reading the dataset on rank 0";
+      std::strncpy(hdr.text, error.c_str(), sizeof hdr.text - 1);
     }
   }
   // Through the Communicator: a rank 0 stuck reading (a hung file system) is reported by the

@@ -226,6 +226,8 @@ void gunzip_chunked(const fs::path& file, std::uint64_t size, const Consume& con
 void read_records(const fs::path& file, std::uint64_t first_byte, std::size_t record_bytes,
                   std::span<const std::int64_t> indices,
                   const std::function<void(const std::uint8_t*, std::int64_t)>& consume) {
+  if (record_bytes == 0)
+    throw Error("internal: read_records of 0-byte records from " + quoted(file));
   const std::uint64_t size = regular_file_size(file, "a file of fixed-size records");
   File f = open_for_reading(file);
   // Runs of consecutive records in one read each, of up to ~4 MiB.

@@ -146,6 +146,18 @@ TEST(DataLimitedRead, IdxBadFilesStillRefused) {
   write_gz(dir / "img4.gz", idx_images(4, 4, 5));
   EXPECT_THAT(data_error_of([&] { read_idx(dir / "img4.gz", dir / "lbl", 10, limit); }),
               HasSubstr("holds 4 images but"));
+  // Empty (a failed download), raw and gzipped, and shorter than a header.
+  write_file(dir / "empty", Bytes{});
+  EXPECT_THAT(data_error_of([&] { read_idx(dir / "empty", dir / "lbl", 10, limit); }),
+              HasSubstr("the file is empty (0 bytes); expected an IDX image file"));
+  // A header that claims 3 images of 65536 x 65536 (gzip of 64 bytes): refused by its size, not
+  // by an allocation of its claim.
+  Bytes huge;
+  for (const std::uint32_t v : {0x803u, 3u, 65536u, 65536u}) test_util::put_be32(huge, v);
+  huge.resize(64, 7);
+  write_gz(dir / "huge.gz", huge);
+  EXPECT_THAT(data_error_of([&] { read_idx(dir / "huge.gz", dir / "lbl", 10, limit); }),
+              HasSubstr("the header says 3 images of 65536x65536"));
   // Shorter than a header, gzipped.
   write_gz(dir / "short.gz", Bytes{0, 0, 8, 3, 0});
   EXPECT_THAT(data_error_of([&] { read_idx(dir / "short.gz", dir / "lbl", 10, limit); }),

@@ -181,7 +181,10 @@ KeptImages kept_gzip_images(const fs::path& images, const fs::path& labels, std:
           g = image_geometry(head);
           check_counts(g, images, labels, n_labels);
           image = g.rows * g.cols;
-          out.reserve(static_cast<std::size_t>(kept.size() * image));
+          // The header is not checked against the content yet (that is at the end of the stream): a
+          // corrupt one must not reserve terabytes. Beyond 64 MiB the output grows as it arrives.
+          out.reserve(static_cast<std::size_t>(
+              std::min<std::uint64_t>(kept.size() * image, std::uint64_t{64} << 20)));
         }
         // The part of each kept image that lies in [offset, offset + bytes) of the content.
         const std::uint64_t end = offset + bytes;
@@ -233,10 +236,11 @@ LimitedSet read_idx(const fs::path& images, const fs::path& labels, int num_clas
   const std::uint64_t size = detail::regular_file_size(images, "an IDX image file");
   IdxFile head{.path = images, .bytes = {}, .gzip = false};
   head.bytes.resize(static_cast<std::size_t>(std::min<std::uint64_t>(16, size)));
-  detail::read_records(images, 0, head.bytes.size(), std::vector<std::int64_t>{0},
-                       [&](const std::uint8_t* data, std::int64_t) {
-                         std::copy(data, data + head.bytes.size(), head.bytes.begin());
-                       });
+  if (size > 0)
+    detail::read_records(images, 0, head.bytes.size(), std::vector<std::int64_t>{0},
+                         [&](const std::uint8_t* data, std::int64_t) {
+                           std::copy(data, data + head.bytes.size(), head.bytes.begin());
+                         });
   KeptImages kept_images;
   if (detail::is_gzip(head.bytes.data(), head.bytes.size())) {
     kept_images = kept_gzip_images(images, labels, n_labels, kept);
