@@ -70,3 +70,53 @@ job_field() {
 template_env() {
   echo "ALL,DDP_BIN=$BIN,DDP_MODULES=,DDP_DEVICE=cpu,DDP_THREADS=1,$1"
 }
+
+# cluster_cpu_quota CPUS: every process this cluster's slurmd daemons start from now on (the jobs'
+# batch shells, srun steps and ranks) shares CPUS CPUs in all: a CFS quota on a cgroup of their own
+# (cgroup v2, or v1's cpu controller). A job that must outlast its time limit then runs as long in
+# fewer epochs, at a fraction of the CPU-seconds, and runs no faster on an idle machine than on a
+# busy one (which is what sets its number of epochs). Returns 1, with the reason, where no cpu
+# cgroup can be made here (the job then runs at full speed). The cgroup goes at exit.
+# in_cpu_quota CMD... runs CMD in it too.
+CPU_QUOTA_CG=""
+cluster_cpu_quota() {
+  local cpus=$1 cg period=100000 quota p
+  quota=$(awk -v c="$cpus" -v p="$period" 'BEGIN { printf "%d", c * p }')
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then  # v2: the controller enabled below the root
+    grep -qw cpu /sys/fs/cgroup/cgroup.controllers || { echo "no cpu controller in cgroup v2" >&2; return 1; }
+    grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control ||
+      echo +cpu > /sys/fs/cgroup/cgroup.subtree_control 2> /dev/null ||
+      { echo "cannot enable the cpu controller (cgroup v2)" >&2; return 1; }
+    cg=/sys/fs/cgroup/ddp-quota-$$
+    mkdir "$cg" 2> /dev/null && echo "$quota $period" > "$cg/cpu.max" 2> /dev/null ||
+      { rmdir "$cg" 2> /dev/null; echo "cannot make a cgroup with a CPU quota (cgroup v2)" >&2; return 1; }
+  elif [ -f /sys/fs/cgroup/cpu/cgroup.procs ]; then
+    cg=/sys/fs/cgroup/cpu/ddp-quota-$$
+    mkdir "$cg" 2> /dev/null && echo "$period" > "$cg/cpu.cfs_period_us" &&
+      echo "$quota" > "$cg/cpu.cfs_quota_us" 2> /dev/null ||
+      { rmdir "$cg" 2> /dev/null; echo "cannot make a cgroup with a CPU quota (cgroup v1)" >&2; return 1; }
+  else
+    echo "no cpu cgroup controller mounted" >&2
+    return 1
+  fi
+  CPU_QUOTA_CG=$cg
+  # After the cluster's teardown (the EXIT trap slc_init set): what is left is moved out, then the
+  # cgroup removed.
+  trap "$(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/"); _cpu_quota_remove" EXIT
+  for p in $(cat "$SLC_BASE"/run/slurmd-*.pid); do
+    echo "$p" > "$cg/cgroup.procs" || { echo "cannot move slurmd $p into $cg" >&2; return 1; }
+  done
+}
+in_cpu_quota() {
+  (echo "$BASHPID" > "$CPU_QUOTA_CG/cgroup.procs" && exec "$@")
+}
+_cpu_quota_remove() {
+  local cg=$CPU_QUOTA_CG p
+  [ -n "$cg" ] && [ -d "$cg" ] || return 0
+  for _ in 1 2 3; do
+    for p in $(cat "$cg/cgroup.procs" 2> /dev/null); do echo "$p" > "$cg/../cgroup.procs" 2> /dev/null || true; done
+    rmdir "$cg" 2> /dev/null && return 0
+    sleep 0.2
+  done
+  echo "could not remove $cg" >&2
+}

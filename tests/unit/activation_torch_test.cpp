@@ -18,19 +18,16 @@
 #include "ddp/nn/layer_factory.hpp"
 #include "ddp/nn/layer_registry.hpp"
 #include "gradcheck_util.hpp"
+#include "python_oracle.hpp"
 
 namespace ddp::nn {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A python3 that imports torch and numpy, or "" (Debian's may differ from a pyenv one on PATH).
+// A python3 with torch and numpy, or "".
 std::string find_torch_python() {
-  for (const char* py : {"python3", "/usr/bin/python3"}) {
-    const std::string cmd = std::string(py) + " -c 'import torch, numpy' 2>/dev/null";
-    if (std::system(cmd.c_str()) == 0) return py;
-  }
-  return "";
+  return ::ddp::testing::find_python_with("torch numpy");
 }
 
 template <typename T>

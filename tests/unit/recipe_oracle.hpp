@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "data_test_util.hpp"
+#include "python_oracle.hpp"
 #include "torchvision_oracle.hpp"
 
 namespace ddp::testing {
@@ -49,16 +50,9 @@ class RecipeOracle {
   data::test_util::TempDir dir_;
 };
 
-// A python3 that has torch and numpy, looked up without importing them (an import of torch costs
-// seconds; recipe_torch.py imports it once per test), or "".
+// A python3 with torch and numpy, or "".
 inline std::string find_recipe_python() {
-  for (const char* py : {"python3", "/usr/bin/python3"}) {
-    const std::string cmd = std::string(py) +
-                            " -c 'import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) "
-                            "for m in (\"torch\", \"numpy\")))' 2>/dev/null";
-    if (std::system(cmd.c_str()) == 0) return py;
-  }
-  return "";
+  return find_python_with("torch numpy");
 }
 
 // A python3 with torch and numpy, or skips the test.

@@ -10,16 +10,13 @@
 #include <string>
 
 #include "data_test_util.hpp"
+#include "python_oracle.hpp"
 
 namespace ddp::data::test_util {
 
-// A python3 that imports torchvision, or "" (Debian's may differ from a pyenv one on PATH).
+// A python3 with torchvision, PIL and numpy, or "".
 inline std::string find_python() {
-  for (const char* py : {"python3", "/usr/bin/python3"}) {
-    const std::string cmd = std::string(py) + " -c 'import torchvision, PIL, numpy' 2>/dev/null";
-    if (std::system(cmd.c_str()) == 0) return py;
-  }
-  return "";
+  return ::ddp::testing::find_python_with("torchvision PIL numpy");
 }
 
 #define DDP_REQUIRE_TORCHVISION(py)                                                                \
