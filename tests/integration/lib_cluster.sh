@@ -76,22 +76,32 @@ template_env() {
 # (cgroup v2, or v1's cpu controller). A job that must outlast its time limit then runs as long in
 # fewer epochs, at a fraction of the CPU-seconds, and runs no faster on an idle machine than on a
 # busy one (which is what sets its number of epochs). Returns 1, with the reason, where no cpu
-# cgroup can be made here (the job then runs at full speed). The cgroup goes at exit.
-# in_cpu_quota CMD... runs CMD in it too.
+# cgroup can be made here (the job then runs at full speed). in_cpu_quota CMD... runs CMD in it too.
 CPU_QUOTA_CG=""
 cluster_cpu_quota() {
-  local cpus=$1 cg period=100000 quota p
+  CPU_QUOTA_CG=$(cpu_quota_group "$1") || return 1
+  cpu_quota_add "$CPU_QUOTA_CG" $(cat "$SLC_BASE"/run/slurmd-*.pid)
+}
+in_cpu_quota() {
+  (cpu_quota_add "$CPU_QUOTA_CG" "$BASHPID" && exec "$@")
+}
+
+# cpu_quota_group CPUS: prints the path of a new cgroup whose processes share CPUS CPUs, removed at
+# exit (after the cluster's teardown, which the EXIT trap of slc_init runs first); returns 1, with
+# the reason, where none can be made. cpu_quota_add CGROUP PID... moves processes into it.
+cpu_quota_group() {
+  local cpus=$1 cg period=100000 quota
   quota=$(awk -v c="$cpus" -v p="$period" 'BEGIN { printf "%d", c * p }')
   if [ -f /sys/fs/cgroup/cgroup.controllers ]; then  # v2: the controller enabled below the root
     grep -qw cpu /sys/fs/cgroup/cgroup.controllers || { echo "no cpu controller in cgroup v2" >&2; return 1; }
     grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control ||
       echo +cpu > /sys/fs/cgroup/cgroup.subtree_control 2> /dev/null ||
       { echo "cannot enable the cpu controller (cgroup v2)" >&2; return 1; }
-    cg=/sys/fs/cgroup/ddp-quota-$$
+    cg=$(mktemp -u /sys/fs/cgroup/ddp-quota-XXXXXX)
     mkdir "$cg" 2> /dev/null && echo "$quota $period" > "$cg/cpu.max" 2> /dev/null ||
       { rmdir "$cg" 2> /dev/null; echo "cannot make a cgroup with a CPU quota (cgroup v2)" >&2; return 1; }
   elif [ -f /sys/fs/cgroup/cpu/cgroup.procs ]; then
-    cg=/sys/fs/cgroup/cpu/ddp-quota-$$
+    cg=$(mktemp -u /sys/fs/cgroup/cpu/ddp-quota-XXXXXX)
     mkdir "$cg" 2> /dev/null && echo "$period" > "$cg/cpu.cfs_period_us" &&
       echo "$quota" > "$cg/cpu.cfs_quota_us" 2> /dev/null ||
       { rmdir "$cg" 2> /dev/null; echo "cannot make a cgroup with a CPU quota (cgroup v1)" >&2; return 1; }
@@ -99,20 +109,23 @@ cluster_cpu_quota() {
     echo "no cpu cgroup controller mounted" >&2
     return 1
   fi
-  CPU_QUOTA_CG=$cg
-  # After the cluster's teardown (the EXIT trap slc_init set): what is left is moved out, then the
-  # cgroup removed.
-  trap "$(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/"); _cpu_quota_remove" EXIT
-  for p in $(cat "$SLC_BASE"/run/slurmd-*.pid); do
-    echo "$p" > "$cg/cgroup.procs" || { echo "cannot move slurmd $p into $cg" >&2; return 1; }
+  echo "$cg"
+}
+cpu_quota_add() {
+  local cg=$1 p
+  shift
+  # the first time: removed at exit, after what the EXIT trap does now (the cluster's teardown)
+  case " ${CPU_QUOTA_GROUPS:-} " in *" $cg "*) ;; *)
+    CPU_QUOTA_GROUPS="${CPU_QUOTA_GROUPS:-} $cg"
+    trap "$(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/"); _cpu_quota_remove $cg" EXIT ;;
+  esac
+  for p in "$@"; do
+    echo "$p" > "$cg/cgroup.procs" || { echo "cannot move process $p into $cg" >&2; return 1; }
   done
 }
-in_cpu_quota() {
-  (echo "$BASHPID" > "$CPU_QUOTA_CG/cgroup.procs" && exec "$@")
-}
-_cpu_quota_remove() {
-  local cg=$CPU_QUOTA_CG p
-  [ -n "$cg" ] && [ -d "$cg" ] || return 0
+_cpu_quota_remove() {  # what is left in the cgroup is moved out, then the cgroup removed
+  local cg=$1 p
+  [ -d "$cg" ] || return 0
   for _ in 1 2 3; do
     for p in $(cat "$cg/cgroup.procs" 2> /dev/null); do echo "$p" > "$cg/../cgroup.procs" 2> /dev/null || true; done
     rmdir "$cg" 2> /dev/null && return 0

@@ -72,6 +72,19 @@ job=$(export DDP_DEVICE=cpu DDP_THREADS=1 DDP_CONFIG="$config" DDP_ARGS="$args" 
 log="$WORK/submit/ddp_train-$job.out"
 run="$WORK/submit/$cfg_dir"
 
+# The time-limited job only has to be training when its limit comes: its rank gets a fifth of a CPU
+# (a cgroup CPU quota, where one can be set) instead of burning a whole one for a minute or more.
+for ((i = 0; i < 120; i++)); do
+  tl_pid=$(rank_pids "$WORK/timelimit")
+  [ -n "$tl_pid" ] && break
+  sleep 0.25
+done
+if [ -z "$tl_pid" ]; then
+  echo "the time-limited job's rank did not start within 30 s: it runs at full speed"
+elif tl_cg=$(cpu_quota_group 0.2) && cpu_quota_add "$tl_cg" $tl_pid; then
+  echo "the time-limited job's rank (pid $tl_pid) runs on a fifth of a CPU"
+fi
+
 # Requeue from outside once there is a snapshot to resume from.
 for ((i = 0; i < 240; i++)); do
   [ -f "$run/snapshot_e0001.h5" ] && break
