@@ -23,11 +23,14 @@ export -f mpirun_local  # for `timeout bash -c`
 
 # Waits (up to 30 s) until process $1 catches SIGINT, SIGUSR1 and SIGTERM (a handler, or blocked
 # in its threads and taken by a thread of its own in sigwait).
+# (/proc read by the shell itself: two awk starts per 10 ms poll cost more than the wait.)
 wait_for_handlers() {
-  local i caught blocked
+  local i k v caught blocked
   for ((i = 0; i < 3000; i++)); do
-    caught=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2> /dev/null) || return 1
-    blocked=$(awk '/^SigBlk:/ { print $2 }' "/proc/$1/status" 2> /dev/null) || return 1
+    caught="" blocked=""
+    { while read -r k v; do
+        case $k in SigBlk:) blocked=$v ;; SigCgt:) caught=$v ;; esac
+      done < "/proc/$1/status"; } 2> /dev/null || return 1
     [ -n "$caught" ] && ((((16#$caught | 16#$blocked) & 16#4202) == 16#4202)) && return 0
     sleep 0.01
   done
@@ -115,8 +118,8 @@ for ((i = 0; i < n; i++)); do
   timeout -k 5 120 "$BIN" "${common[@]}" --train.epochs 20 --run-dir "$dir" > "$WORK/sig.out" \
     2> "$WORK/sig.err" &
   job=$!
-  for ((t = 0; t < 6000; t++)); do grep -q "^epoch 1/" "$WORK/sig.out" && break; sleep 0.01; done
-  grep -q "^epoch 1/" "$WORK/sig.out" || { cat "$WORK/sig.out"; fail "no first epoch line"; }
+  # (an event wait, tail -F in seen_now: as soon as the line is written, without a 10 ms grep poll)
+  seen_now "$WORK/sig.out" "^epoch 1/" || { cat "$WORK/sig.out"; fail "no first epoch line"; }
   pid=$(rank_pids "$dir")  # not $job, which is timeout's
   kill -USR1 "$pid" 2> /dev/null || true
   sleep "$(ms "$gap")"

@@ -15,15 +15,16 @@ units="$(dirname "$BIN")/tests/ddp_unit_tests"
 #    still sum to the whole gradient (overlapped and blocking); buffer averaging weighted by samples;
 #    frozen gradients stay out of the all-reduce.
 if [ -x "$units" ]; then
-  mpirun_local -np 3 "$units" --gtest_filter='SyncGradient*:SyncReplica*' --gtest_color=no \
-    > "$WORK/units.log" 2>&1 || { cat "$WORK/units.log"; fail "sync unit tests failed on 3 ranks"; }
-  [ "$(grep -c 'PASSED.* 9 tests' "$WORK/units.log")" = 3 ] \
-    || { cat "$WORK/units.log"; fail "expected 9 passing sync tests on each of 3 ranks"; }
+  # (Both suites in one 3-rank start: each start of the unit-test binary costs ~1 CPU-second.)
+  mpirun_local -np 3 "$units" --gtest_filter='SyncGradient*:SyncReplica*:StopAgreement*' \
+    --gtest_color=no > "$WORK/units.log" 2>&1 || { cat "$WORK/units.log"; fail "sync unit tests failed on 3 ranks"; }
+  [ "$(grep -c 'PASSED.* 12 tests' "$WORK/units.log")" = 3 ] \
+    || { cat "$WORK/units.log"; fail "expected 12 passing tests (9 sync, 3 stop agreement) on each of 3 ranks"; }
   # The stop agreement (comm/stop_agreement.hpp): one step late, every rank's flags counted.
-  mpirun_local -np 3 "$units" --gtest_filter='StopAgreement*' --gtest_color=no \
-    > "$WORK/stop_units.log" 2>&1 || { cat "$WORK/stop_units.log"; fail "stop agreement tests failed on 3 ranks"; }
-  [ "$(grep -c 'PASSED.* 3 tests' "$WORK/stop_units.log")" = 3 ] \
-    || { cat "$WORK/stop_units.log"; fail "expected 3 passing stop agreement tests on each of 3 ranks"; }
+  [ "$(grep -cE '^\[       OK \] (SyncGradient|SyncReplica)' "$WORK/units.log")" = 27 ] \
+    || { cat "$WORK/units.log"; fail "expected 9 passing sync tests on each of 3 ranks"; }
+  [ "$(grep -c '^\[       OK \] StopAgreement' "$WORK/units.log")" = 9 ] \
+    || { cat "$WORK/units.log"; fail "expected 3 passing stop agreement tests on each of 3 ranks"; }
 else
   echo "  (unit-test binary not built at $units: skipping the 3-rank sync unit tests)"
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Snapshots survive kills, signals and world-size changes (LeNet on a CIFAR-10 subset, 3 ranks):
-#  - kill -9 of one rank during epoch 3, then --resume auto: bitwise-identical final weights;
 #  - SIGUSR1 to all ranks during epoch 2: mid-epoch snapshot, exit 75, resume: bitwise identical;
+#  - kill -9 of one rank during the next epoch, then --resume auto: bitwise-identical final weights
+#    (one run, both interruptions: each checked on its own);
 #  - a 3-rank snapshot resumed on 1 and on 2 ranks (same global batch) for its last epoch: within
 #    1e-5 relative.
 source "$(dirname "$0")/lib.sh"
@@ -17,35 +18,37 @@ train 3 "$WORK/ref" || { cat "$WORK/ref.log"; fail "uninterrupted run failed"; }
 ref="$WORK/ref/snapshot_e0004.h5"
 digest() { summary_field "$1/metrics.jsonl" weights_digest; }
 
-# kill -9 of one rank during epoch 3: right after the epoch-2 snapshot appears (an epoch takes
-# well under a second on a fast machine, so the kill must not wait for anything else).
-train 3 "$WORK/kill" & job=$!
-wait_for_file "$WORK/kill/snapshot_e0002.h5" 120 || fail "epoch 2 never finished"
-victim=$(rank_pids "$WORK/kill" | tail -1)
+# One run takes both interruptions, each followed by --resume auto: SIGUSR1 to every rank during
+# epoch 2 (or, on a very fast machine, a later one: any mid-epoch stop before the end of training
+# is what is tested), then, in the resumed segment, kill -9 of one rank right after the first
+# epoch-end snapshot it writes (an epoch takes well under a second on a fast machine, so the kill
+# must not wait for anything else). That snapshot is checked against the uninterrupted run's first,
+# so each interruption has its own bitwise check.
+train 3 "$WORK/run" & job=$!
+wait_for_file "$WORK/run/snapshot_e0001.h5" 120 || fail "epoch 1 never finished"
+kill -USR1 $(rank_pids "$WORK/run")
+set +e; wait $job; rc=$?; set -e
+[ "$rc" = 75 ] || { cat "$WORK/run.log"; fail "exit code $rc after SIGUSR1, expected 75"; }
+mid=$(ls "$WORK/run" | grep -E 'snapshot_e000[0-3]_s[0-9]+\.h5' || true)
+[ -n "$mid" ] || fail "no mid-epoch snapshot after SIGUSR1: $(ls "$WORK/run")"
+grep -q "^stop requested (SIGUSR1): after .*, saving $mid\$" "$WORK/run.log" \
+  || { cat "$WORK/run.log"; fail "the stop line does not name SIGUSR1 and $mid"; }
+next=snapshot_e$(printf %04d $((10#${mid:10:4} + 1))).h5  # the epoch the stop interrupted
+train 3 "$WORK/run" --resume auto & job=$!
+wait_for_file "$WORK/run/$next" 120 || { cat "$WORK/run.log"; fail "the resumed run never wrote $next"; }
+victim=$(rank_pids "$WORK/run" | tail -1)
 [ -n "$victim" ] || fail "no rank process found to kill"
 kill -9 "$victim"
 if wait $job; then fail "the job survived the death of a rank"; fi
-ls "$WORK/kill" | grep -q snapshot_e0002.h5 || fail "no epoch-2 snapshot before the kill"
-! ls "$WORK/kill" | grep -q snapshot_e0004 || fail "the killed run finished anyway (kill came too late)"
-train 3 "$WORK/kill" --resume auto || { cat "$WORK/kill.log"; fail "resume after kill failed"; }
-grep -q "resume: .*snapshot_e000[23]" "$WORK/kill.log" || fail "did not resume from the newest snapshot"
-[ "$(digest "$WORK/kill")" = "$(digest "$WORK/ref")" ] || fail "kill + resume changed the weights"
+grep -q "resume: .*$mid" "$WORK/run.log" || { cat "$WORK/run.log"; fail "did not resume from $mid"; }
+d=$(max_rel_diff "$WORK/run/$next" "$WORK/ref/$next")
+[ "$d" = 0.000e+00 ] || fail "SIGUSR1 + resume changed the weights: $next differs by $d (relative)"
+echo "  SIGUSR1 ($mid) + resume: bitwise identical at $next"
+! ls "$WORK/run" | grep -q snapshot_e0004 || fail "the killed run finished anyway (kill came too late)"
+train 3 "$WORK/run" --resume auto || { cat "$WORK/run.log"; fail "resume after kill failed"; }
+grep -q "resume: .*snapshot_e000[23]" "$WORK/run.log" || fail "did not resume from the newest snapshot"
+[ "$(digest "$WORK/run")" = "$(digest "$WORK/ref")" ] || fail "kill + resume changed the weights"
 echo "  kill -9 + resume: bitwise identical ($(digest "$WORK/ref"))"
-
-# SIGUSR1 to every rank during epoch 2 (or, on a very fast machine, a later one: any mid-epoch
-# stop before the end of training is what is tested).
-train 3 "$WORK/sig" & job=$!
-wait_for_file "$WORK/sig/snapshot_e0001.h5" 120 || fail "epoch 1 never finished"
-kill -USR1 $(rank_pids "$WORK/sig")
-set +e; wait $job; rc=$?; set -e
-[ "$rc" = 75 ] || { cat "$WORK/sig.log"; fail "exit code $rc after SIGUSR1, expected 75"; }
-mid=$(ls "$WORK/sig" | grep -E 'snapshot_e000[0-3]_s[0-9]+\.h5' || true)
-[ -n "$mid" ] || fail "no mid-epoch snapshot after SIGUSR1: $(ls "$WORK/sig")"
-grep -q "^stop requested (SIGUSR1): after .*, saving $mid\$" "$WORK/sig.log" \
-  || { cat "$WORK/sig.log"; fail "the stop line does not name SIGUSR1 and $mid"; }
-train 3 "$WORK/sig" --resume auto || { cat "$WORK/sig.log"; fail "resume after signal failed"; }
-[ "$(digest "$WORK/sig")" = "$(digest "$WORK/ref")" ] || fail "signal + resume changed the weights"
-echo "  SIGUSR1 ($mid) + resume: bitwise identical"
 
 # World size change: resume the 3-rank epoch-3 snapshot on 1 and on 2 ranks. Other world sizes sum
 # the gradients in another order (~1e-7 relative per step); over two epochs (100 steps) a ReLU or

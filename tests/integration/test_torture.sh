@@ -2,9 +2,11 @@
 # A 2-rank run interrupted 20 times in a row at random moments - SIGKILL of one rank, SIGTERM or
 # SIGUSR1 to every rank, during steps, evaluation and snapshot writes - and resumed each time with
 # --resume auto ends with weights bitwise equal to an uninterrupted run's, every epoch exactly once
-# in metrics.jsonl, no temporary file left and every snapshot readable. The uninterrupted run goes
-# on meanwhile at SCHED_IDLE, on the CPU the interrupted one leaves idle (its start-ups and stops),
-# so it does not change the rounds' timing, and the test does not wait for it first.
+# in metrics.jsonl, no temporary file left and every snapshot readable. The run asks for 60 epochs,
+# more than 20 rounds get through on a fast machine; once the rounds are over, the last segment
+# resumes with --train.epochs lowered to 2 past the furthest epoch reached (a busy CI machine gets
+# through a few; the 60 did not matter to the rounds, and the rest would only be training), and
+# the uninterrupted run trains that many epochs beside it.
 #   DDP_TORTURE_SEED=N reproduces a sequence (printed at the start); DDP_TORTURE_ROUNDS=N.
 source "$(dirname "$0")/lib.sh"
 [ -f "$FASHION/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION"
@@ -23,13 +25,9 @@ launch() {  # launch DIR [ARGS...]: 2 ranks in the background, output in DIR.log
   mpirun_local -np 2 "$BIN" "${args[@]}" --run-dir "$dir" "$@" > "$dir.log" 2>&1 &
   job=$!
 }
-# The uninterrupted run, for the weights: independent of the interrupted one (its own directory;
-# its ranks' command lines do not match rank_pids "$T"), so it runs at the same time (see above).
-(chrt --idle -p 0 "$BASHPID" 2> /dev/null || renice -n 19 -p "$BASHPID" > /dev/null
- exec > "$WORK/ref.log" 2>&1
- mpirun_local -np 2 "$BIN" "${args[@]}" --run-dir "$WORK/ref") &
-ref_job=$!
-# A test that fails before the end must not leave it running (mpirun takes its ranks along).
+ref_job=""
+# A test that fails before the end must not leave the uninterrupted run going (mpirun takes its
+# ranks along).
 trap "[ -z \"\$ref_job\" ] || kill \$(pgrep -P \$ref_job) \$ref_job 2> /dev/null || true; $(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/")" EXIT
 # catching PID...: whether every PID has its SIGTERM and SIGUSR1 handlers in place (SigCgt).
 catching() {
@@ -82,6 +80,18 @@ for ((i = 1; i <= rounds; i++)); do
     1) what="SIGTERM to all"; [ -n "$pids" ] && kill -TERM $pids 2> /dev/null || true ;;
     2) what="SIGUSR1 to all"; [ -n "$pids" ] && kill -USR1 $pids 2> /dev/null || true ;;
   esac
+  # Open MPI 4.1's mpirun can wait for good after a rank died before it registered with it ("PMIX
+  # ERROR: UNREACHABLE", the other rank left a zombie; seen once in 4 runs): once no rank has run
+  # for 30 s, mpirun is killed. A rank that hangs keeps it waiting, and that still fails the test.
+  idle=0
+  while kill -0 $job 2> /dev/null && ((idle < 150)); do
+    if [ -n "$(rank_pids "$T")" ]; then idle=0; else idle=$((idle + 1)); fi
+    sleep 0.2
+  done
+  if ((idle >= 150)) && kill -0 $job 2> /dev/null; then
+    echo "  round $i: mpirun still waiting 30 s after its ranks ended: killed"
+    kill -9 $(pgrep -P $job) $job 2> /dev/null || true
+  fi
   set +e; wait $job; rc=$?; set -e
   echo "  round $i: $what ($([ $mode = 0 ] && echo "at an epoch's end" || echo "at a random moment")): exit $rc"
   # A crash, a snapshot that could not be read back (a broken atomic write) or, after a stop
@@ -99,13 +109,23 @@ for ((i = 1; i <= rounds; i++)); do
   if [ "$rc" = 0 ] && grep -q '"summary": true' "$T/metrics.jsonl" 2> /dev/null; then
     done_early=$i; break
   fi
-  launch "$T" --resume auto
+  if [ $i = $rounds ]; then
+    # The last segment: 2 epochs past the furthest one any segment reached (an epoch row, or a
+    # snapshot's epoch; a mid-epoch one's needs at least 1 more), the same for the uninterrupted
+    # run. Adam at a constant step: the number of epochs asked for changes none of the first ones.
+    reached=$( { grep -o '"epoch": [0-9]*' "$T/metrics.jsonl" 2> /dev/null | grep -o '[0-9]*$'
+                 ls "$T" | sed -nE 's/^snapshot_e0*([0-9]+).*\.h5$/\1/p'; echo 0; } | sort -n | tail -1)
+    epochs=$((reached + 2 < epochs ? reached + 2 : epochs))
+    echo "  epoch $reached reached in the rounds: the last segment and the uninterrupted run train $epochs"
+    launch "$T" --resume auto --train.epochs $epochs
+  else
+    launch "$T" --resume auto
+  fi
 done
-# The rounds are over: what the uninterrupted run has left, it runs at normal priority beside the
-# last segment (on a machine kept busy by other work it would not finish otherwise).
-for p in $(pgrep -P "$ref_job") $(rank_pids "$WORK/ref"); do
-  chrt -a --other -p 0 "$p" 2> /dev/null || renice -n 0 -p "$p" > /dev/null 2>&1 || true
-done
+# The uninterrupted run, for the weights: independent of the interrupted one (its own directory;
+# its ranks' command lines do not match rank_pids "$T"), beside the last segment.
+mpirun_local -np 2 "$BIN" "${args[@]}" --train.epochs $epochs --run-dir "$WORK/ref" > "$WORK/ref.log" 2>&1 &
+ref_job=$!
 if [ "$done_early" = 0 ]; then
   wait $job || { tail -30 "$T.log"; fail "the last segment failed"; }
 fi
@@ -126,4 +146,4 @@ leftovers=$(ls -A "$T" | grep '\.tmp\.' || true)
 for f in "$T"/snapshot_*.h5; do "$BIN" inspect "$f" > /dev/null || fail "$f is unreadable"; done
 grep -q '"status": "complete"' "$T/run.json" || fail "run.json is not complete"
 segments=$(summary_field "$T/metrics.jsonl" segments)
-pass "$interrupted interruptions, $segments segments, weights bitwise equal ($want), every epoch once, no temporary file, all snapshots readable"
+pass "$interrupted interruptions, $segments segments, weights bitwise equal after $epochs epochs ($want), every epoch once, no temporary file, all snapshots readable"
