@@ -16,10 +16,11 @@ namespace ddp::ckpt {
 bool is_temp_name(const std::string& name, long* pid) {
   const std::string marker = ".tmp.";
   const auto at = name.rfind(marker);
-  // Snapshots and the run directory's other atomically written files (run.json, config.toml,
-  // metrics.jsonl).
-  const bool ours = name.rfind(".snapshot_", 0) == 0 || name.rfind(".run.json.", 0) == 0 ||
-                    name.rfind(".config.toml.", 0) == 0 || name.rfind(".metrics.jsonl.", 0) == 0;
+  // Snapshots and the run directory's other atomically written files (a rank killed while it
+  // writes one leaves its temporary behind).
+  bool ours = name.rfind(".snapshot_", 0) == 0;
+  for (const char* file : {"run.json", "config.toml", "metrics.jsonl", "model.txt", "trace.json"})
+    ours = ours || name.rfind("." + std::string(file) + ".", 0) == 0;
   if (!ours || at == std::string::npos) return false;
   const std::string digits = name.substr(at + marker.size());
   if (digits.empty() || digits.size() > 18 ||

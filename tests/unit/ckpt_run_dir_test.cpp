@@ -340,11 +340,15 @@ TEST(EnsureWritableDir, RefusesWhatCannotHoldFiles) {
 TEST(RemoveStaleTempFiles, RemovesOnlyOtherWritersSnapshotTemporaries) {
   ScratchDir dir;
   const std::string mine = ".snapshot_e0002.h5.tmp." + std::to_string(::getpid());
+  // Every file of the run directory written atomically: test_torture once left a model.txt one.
   for (const std::string& name :
        {std::string(".snapshot_e0001.h5.tmp.1"), std::string(".snapshot_e0003_s000004.h5.tmp.77"),
-        mine, std::string(".other.tmp.1"), std::string("snapshot_e0001.h5")})
+        std::string(".run.json.tmp.5"), std::string(".config.toml.tmp.6"),
+        std::string(".metrics.jsonl.tmp.7"), std::string(".model.txt.tmp.5335"),
+        std::string(".trace.json.tmp.9"), mine, std::string(".other.tmp.1"),
+        std::string("snapshot_e0001.h5")})
     spit(dir.path() / name, "x");
-  EXPECT_EQ(remove_stale_temp_files(dir.path()), 2);
+  EXPECT_EQ(remove_stale_temp_files(dir.path()), 7);
   EXPECT_EQ(names_in(dir.path()),
             (std::set<std::string>{mine, ".other.tmp.1", "snapshot_e0001.h5"}));
   EXPECT_EQ(remove_stale_temp_files(dir.path() / "absent"), 0);
