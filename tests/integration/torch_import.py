@@ -9,8 +9,8 @@
       torchvision's logits of the first N CIFAR-10 test images (normalised as ddp_train does with
       data.mean = data.std = 0.5), computed in float32 (as ddp_train computes them), against
       `ddp_train eval --dump-logits`'s: every logit within 1e-4 (of max(1, |logit|)), the labels
-      the same. float32, not float64: both references differ from ddp_train by ~1e-6 (resnet18:
-      1.13e-6 against 1.03e-6), 100x inside the tolerance, and float64 costs 4x the CPU-seconds
+      the same. float32, not float64: either differs from ddp_train's by ~1e-6 (resnet18: 1.13e-6
+      in float32, 1.03e-6 in float64), 100x inside the tolerance, and float64 costs 4x the CPU-s
   torch_import.py bad KIND IN.pth OUT.pth
       IN's state_dict with one thing wrong: missing (a running variance), extra (a key),
       shape (layer2.0.conv1.weight), tracked (a num_batches_tracked removed), nan (a value)
