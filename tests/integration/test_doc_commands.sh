@@ -26,7 +26,8 @@ command -v h5ls > /dev/null || skip "no h5ls/h5dump (apt-get install hdf5-tools)
 # --- the stand-ins on PATH: the binary under test and mpirun, with the documented substitutions ---
 TOOLS=$WORK/tools
 mkdir -p "$TOOLS"
-export DDP_DOC_OVERRIDES=${DDP_DOC_OVERRIDES:---data.train_limit 128 --data.test_limit 128 --train.batch_size 16}
+# One compute thread per rank: at these sizes a second costs more CPU-seconds than it saves.
+export DDP_DOC_OVERRIDES=${DDP_DOC_OVERRIDES:---data.train_limit 128 --data.test_limit 128 --train.batch_size 16 --runtime.threads 1}
 cat > "$TOOLS/ddp_train" << EOF
 #!/usr/bin/env bash
 # test_doc_commands.sh: the ddp_train under test. Training gets \$DDP_DOC_OVERRIDES (and one epoch
@@ -129,7 +130,7 @@ mkdir -p "$FIXTURE"
 cp -a "$BASE/." "$FIXTURE/"
 ln -s "$WORK/shared" "$WORK/fixture/shared"
 (cd "$FIXTURE" && "$BIN" --config configs/cifar.toml --train.epochs 50 --train.save_every 1 \
-  --train.keep_last 0 --data.train_limit 64 --data.test_limit 64 --train.batch_size 64 \
+  --train.keep_last 0 --data.train_limit 64 --data.test_limit 64 --train.batch_size 64 --runtime.threads 1 \
   > "$WORK/fixture.log" 2>&1) || { cat "$WORK/fixture.log"; fail "the fixture run runs/cifar failed"; }
 [ -f "$FIXTURE/runs/cifar/snapshot_e0050.h5" ] || fail "the fixture run wrote no snapshot_e0050.h5"
 

@@ -20,12 +20,27 @@
 # parameter counts ddp_train prints.
 source "$(dirname "$0")/lib.sh"
 PY=${PYTHON:-/usr/bin/python3}
-"$PY" -c 'import torch, torchvision' 2> /dev/null || skip "no torch/torchvision for $PY"
+# Looked up, not imported (an `import torch` costs seconds; the PyTorch steps below import it).
+"$PY" -c "import importlib.util as u, sys; sys.exit(not all(map(u.find_spec, sys.argv[1:])))" torch torchvision \
+  2> /dev/null || skip "no torch/torchvision for $PY"
 [ -f "$CIFAR/test_batch.bin" ] || skip "real CIFAR-10 not found at $CIFAR"
 
-# --- the PyTorch step on the CPU ---------------------------------------------------------------
-"$PY" "$SRC/bench/torch_gpu_step.py" --model resnet20 --precision bf16 --device cpu --tiny \
-  > "$WORK/tiny.json" 2> "$WORK/tiny.err" || { cat "$WORK/tiny.err"; fail "torch_gpu_step.py --tiny failed"; }
+# --- the PyTorch step on the CPU, and PyTorch's parameter counts ---------------------------------
+# One python process (each `import torch` costs seconds): torch_gpu_step.py's main() with the
+# command line `--model resnet20 --precision bf16 --device cpu --tiny`, its output into tiny.json;
+# then the parameter counts of its models into torch_params.
+"$PY" - "$SRC/bench" "$WORK/tiny.json" > "$WORK/torch_params" 2> "$WORK/tiny.err" << 'EOF' ||
+import contextlib, sys
+sys.path.insert(0, sys.argv[1])
+import torch_gpu_step
+with open(sys.argv[2], "w") as out, contextlib.redirect_stdout(out):
+    rc = torch_gpu_step.main(["--model", "resnet20", "--precision", "bf16", "--device", "cpu", "--tiny"])
+if rc:
+    sys.exit("torch_gpu_step.py --tiny exited %s" % rc)
+for m in ("resnet20", "resnet56", "resnet18"):
+    print(m, sum(p.numel() for p in torch_gpu_step.build_model(m, 32, 10).parameters()))
+EOF
+  { cat "$WORK/tiny.err"; fail "torch_gpu_step.py --tiny (or its parameter counts) failed"; }
 cat "$WORK/tiny.json"
 "$PY" - "$WORK/tiny.json" << 'EOF' || fail "the self-test's answer is wrong"
 import json, math, sys
@@ -36,18 +51,12 @@ assert math.isfinite(r["loss_last"]) and r["loss_last"] > 0, r
 assert r["optimizer"] in ("fused", "foreach"), r
 EOF
 
-# --- parameter counts: PyTorch's models against ddp_train's presets ------------------------------
-"$PY" - "$SRC/bench" > "$WORK/torch_params" << 'EOF'
-import sys
-sys.path.insert(0, sys.argv[1])
-import torch_gpu_step
-for m in ("resnet20", "resnet56", "resnet18"):
-    print(m, sum(p.numel() for p in torch_gpu_step.build_model(m, 32, 10).parameters()))
-EOF
+# --- parameter counts: PyTorch's models (above) against ddp_train's presets ----------------------
+# model.txt is written at start-up: one step of 2 images is enough (the count does not depend on it).
 for m in resnet20 resnet56 resnet18; do
   "$BIN" --config "$SRC/configs/cifar_resnet20.toml" --model.preset "$m" --data.root "$CIFAR" \
-    --run-dir "$WORK/run_$m" --data.train_limit 32 --data.test_limit 32 --train.epochs 1 \
-    --train.batch_size 32 > "$WORK/$m.log" 2>&1 || { cat "$WORK/$m.log"; fail "ddp_train $m failed"; }
+    --run-dir "$WORK/run_$m" --data.train_limit 2 --data.test_limit 2 --train.epochs 1 \
+    --train.batch_size 2 > "$WORK/$m.log" 2>&1 || { cat "$WORK/$m.log"; fail "ddp_train $m failed"; }
   ours=$(grep -o 'total trainable parameters: [0-9]*' "$WORK/run_$m/model.txt" | awk '{ print $4 }')
   theirs=$(awk -v m="$m" '$1 == m { print $2 }' "$WORK/torch_params")
   echo "$m: ddp_train $ours parameters, PyTorch $theirs"

@@ -7,8 +7,10 @@
       forwards on CIFAR-10 images), saved with torch.save(model.state_dict())
   torch_import.py compare PRESET.pth PRESET STEM CIFAR_ROOT N LOGITS.csv
       torchvision's logits of the first N CIFAR-10 test images (normalised as ddp_train does with
-      data.mean = data.std = 0.5), computed in float64, against `ddp_train eval --dump-logits`'s:
-      every logit within 1e-4 (of max(1, |logit|)), the labels the same
+      data.mean = data.std = 0.5), computed in float32 (as ddp_train computes them), against
+      `ddp_train eval --dump-logits`'s: every logit within 1e-4 (of max(1, |logit|)), the labels
+      the same. float32, not float64: either differs from ddp_train's by ~1e-6 (resnet18: 1.13e-6
+      in float32, 1.03e-6 in float64), 100x inside the tolerance, and float64 costs 4x the CPU-s
   torch_import.py bad KIND IN.pth OUT.pth
       IN's state_dict with one thing wrong: missing (a running variance), extra (a key),
       shape (layer2.0.conv1.weight), tracked (a num_batches_tracked removed), nan (a value)
@@ -17,9 +19,15 @@
   torch_import.py same A.h5 B.h5 PREFIX...
       every tensor of A and B whose name starts with no PREFIX is bitwise equal in both, and every
       tensor that does (the head) differs; prints what it compared
+  torch_import.py cli LOG ARGS...
+      scripts/torch_to_snapshot.py with the command line ARGS, run in this process (its main()):
+      what it prints, and the message of its sys.exit, into LOG, then a last line "exit N" with
+      the status the command would have exited with (1 for a message, as python exits; an
+      exception that escapes main() is written with its traceback, "exit 1"). Never fails itself.
 
 Several commands run in one process, in order, when separated by "--" (each `import torch` costs
-seconds): torch_import.py save ... -- bad ... -- compare ...; the first that fails ends it.
+seconds): torch_import.py save ... -- bad ... -- compare ...; the first that fails ends it ("cli"
+does not fail: its LOG says how the command ended).
 "same" needs no torch, so torch is imported only by the commands that use it.
 """
 import os
@@ -75,10 +83,10 @@ def compare(pth, preset, stem, root, n, csv):
     head = "classifier.1.weight" if preset == "mobilenet_v2" else "fc.weight"
     model = snapshot_to_torch.build_model(preset, state[head].shape[0], stem)
     model.load_state_dict(state)
-    model = model.double().eval()
+    model = model.float().eval()
     images, labels = snapshot_to_torch.cifar10_test_set(CONFIG, root, int(n))
     with torch.no_grad():
-        theirs = model(torch.from_numpy(images).double()).numpy()
+        theirs = model(torch.from_numpy(images).float()).numpy().astype(np.float64)
     rows = np.loadtxt(csv, delimiter=",", skiprows=1)
     ours = rows[:, 3:]
     if ours.shape != theirs.shape:
@@ -138,9 +146,32 @@ def same(a, b, prefixes):
           f"{len(head)} changed: {', '.join(head)}")
 
 
+def cli(log, args):
+    import contextlib
+    import traceback
+    sys.path.insert(0, SCRIPTS)
+    import torch_to_snapshot
+    with open(log, "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            torch_to_snapshot.main(args)
+            status = 0
+        except SystemExit as e:  # what python does with an uncaught SystemExit
+            if e.code is None or isinstance(e.code, int):
+                status = e.code or 0
+            else:
+                print(e.code, file=sys.stderr)
+                status = 1
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+        print(f"exit {status}")
+
+
 def run(cmd, args):
     if cmd == "same":
         same(args[0], args[1], args[2:])
+    elif cmd == "cli":
+        cli(args[0], args[1:])
     elif cmd in ("save", "compare", "bad", "untrained"):
         {"save": save, "compare": compare, "bad": bad, "untrained": untrained}[cmd](*args)
     else:
