@@ -16,7 +16,7 @@ namespace ddp::data {
 namespace {
 
 // What rank 0 tells everyone before the bytes: the shape, or the reason it could not read.
-struct Header {
+struct BroadcastHeader {
   std::int64_t ok = 0, n = 0, c = 0, h = 0, w = 0, classes = 0;
   std::int64_t encoded = 0, bytes = 0;  // images of varying sizes, kept encoded: their bytes
   std::int64_t source = 0;              // the samples a limit picked these from
@@ -54,7 +54,7 @@ std::size_t aligned(std::size_t offset, std::size_t alignment) {
 LimitedSet broadcast_samples(const std::function<LimitedSet()>& read, comm::Communicator& world,
                              const std::string& setting) {
   const int rank = world.rank();
-  Header hdr;
+  BroadcastHeader hdr;
   std::optional<SampleSet> local;
   std::string error;
   if (rank == 0) {
@@ -84,7 +84,7 @@ LimitedSet broadcast_samples(const std::function<LimitedSet()>& read, comm::Comm
   }
   // Through the Communicator: a rank 0 stuck reading (a hung file system) is reported by the
   // others after comm.timeout_s, naming it, instead of hanging the job.
-  world.broadcast(std::as_writable_bytes(std::span<Header>(&hdr, 1)), 0);
+  world.broadcast(std::as_writable_bytes(std::span<BroadcastHeader>(&hdr, 1)), 0);
   if (!hdr.ok) {
     if (rank == 0) throw DataError(error);
     throw DataError("rank 0 could not read the dataset (" + setting + "): " + hdr.text);

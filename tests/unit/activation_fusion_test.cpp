@@ -29,6 +29,7 @@ namespace {
 using backend::Activation;
 using testing::random_vector;
 using testutil::L;
+using testutil::reads;
 
 struct Pass {
   std::vector<float> y, eval, dx, dgamma, dbeta, running_mean, running_var;
@@ -163,11 +164,6 @@ TEST(FusedAdd, IsBitwiseTheAddThenTheActivation) {
   }
   EXPECT_FALSE(be->add_fuses(Activation::leaky_relu));
   EXPECT_FALSE(be->add_fuses(Activation::gelu));
-}
-
-nn::LayerSpec reads(nn::LayerSpec s, std::vector<std::string> inputs) {
-  s.inputs = std::move(inputs);
-  return s;
 }
 
 // Which activations the plan folds into the layer below.

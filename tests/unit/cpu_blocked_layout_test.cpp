@@ -21,6 +21,7 @@ namespace {
 
 using testing::random_vector;
 using testutil::L;
+using testutil::reads;
 
 // NCHW -> nChw<B>c and back.
 std::vector<float> to_blocked(const std::vector<float>& x, std::int64_t n, std::int64_t c,
@@ -165,11 +166,6 @@ TEST_P(BlockedLayout, ConvolutionAndPoolingMatchPlain) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Blocks, BlockedLayout, ::testing::Values(8, 16));
-
-nn::LayerSpec reads(nn::LayerSpec s, std::vector<std::string> inputs) {
-  s.inputs = std::move(inputs);
-  return s;
-}
 
 // The plan: a residual chain stays blocked from the stem's output to the global pooling; the
 // stem's input, a 12-channel activation, what flatten and concat read, and the logits stay plain.

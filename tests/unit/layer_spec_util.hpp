@@ -3,6 +3,7 @@
 // L("linear", "fc", out_features), L("maxpool", "pool", 0, kernel).
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ddp/nn/layer_spec.hpp"
@@ -18,6 +19,12 @@ inline nn::LayerSpec L(std::string type, std::string name, std::int64_t a = 0, s
   if (s.type == "linear") s.out_features = a;
   s.kernel = k;
   s.padding = pad;
+  return s;
+}
+
+// The spec reading the named layers' outputs (graph models: residual adds, concat).
+inline nn::LayerSpec reads(nn::LayerSpec s, std::vector<std::string> inputs) {
+  s.inputs = std::move(inputs);
   return s;
 }
 

@@ -14,7 +14,7 @@ namespace {
 
 // Class names from the text file the dataset ships (CIFAR's batches.meta.txt,
 // fine_label_names.txt), when it is there and has one name per class; else "0", "1", ...
-std::vector<std::string> class_names(const fs::path& names_file, int classes) {
+std::vector<std::string> listed_class_names(const fs::path& names_file, int classes) {
   std::vector<std::string> names;
   std::ifstream in(names_file);
   for (std::string line; std::getline(in, line);) {
@@ -41,14 +41,14 @@ PackSource load_builtin(const std::string& format, const fs::path& root, Split s
   const int n = static_cast<int>(info.shape.classes);
   // Class names where the dataset ships them (or is known to have them), else "0".."n-1".
   if (format == "cifar10") {
-    classes = class_names(root / "batches.meta.txt", n);
+    classes = listed_class_names(root / "batches.meta.txt", n);
   } else if (format == "cifar100") {
-    classes = class_names(root / "fine_label_names.txt", n);
+    classes = listed_class_names(root / "fine_label_names.txt", n);
   } else if (format == "fashion_mnist") {
     classes = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
   } else {
-    classes = class_names({}, n);
+    classes = listed_class_names({}, n);
   }
   PackSource src;
   src.description = format + (split == Split::train ? "-train:" : "-test:") +
