@@ -26,7 +26,8 @@ base="$WORK/base/snapshot_e0002.h5"
 # inside the reading process (about 1 in 15 of these crashed `inspect` before snapshot_read.cpp
 # parsed header-less files in a child process).
 kinds=(flip setbytes truncate extend noheader magic header)
-kind_of() { if (($1 % 2 == 0)); then echo noheader_flip; else echo "${kinds[$(($1 / 2 % 7))]}"; fi; }
+# kind_of N sets kind (a variable, not output to capture: a $(...) per case cost a process start).
+kind_of() { if (($1 % 2 == 0)); then kind=noheader_flip; else kind=${kinds[$(($1 / 2 % 7))]}; fi; }
 # Damage that a snapshot's header always reveals must be an error, never a silent read.
 must_fail() {
   case "$1" in
@@ -38,14 +39,14 @@ must_fail() {
 # Every mutated file first, in one Python start (lib_fuzz.sh); the --resume auto cases' files are
 # copied into their run directories below.
 n_inspect=$(scaled 70) n_eval=$(scaled 12) n_file=$(scaled 6) n_auto=$(scaled 6)
-for ((i = 0; i < n_inspect; i++)); do plan_mutation "inspect$i" "$(kind_of "$i")" "$base" "$WORK/inspect_$i.h5"; done
-for ((i = 0; i < n_eval; i++)); do plan_mutation "eval$i" "$(kind_of "$((i * 3 + 1))")" "$base" "$WORK/eval_$i.h5"; done
-for ((i = 0; i < n_file; i++)); do plan_mutation "resume$i" "$(kind_of "$((i * 5))")" "$base" "$WORK/resume_$i.h5"; done
-for ((i = 0; i < n_auto; i++)); do plan_mutation "auto$i" "$(kind_of "$((i * 5 + 3))")" "$base" "$WORK/auto_$i.h5"; done
+for ((i = 0; i < n_inspect; i++)); do kind_of "$i"; plan_mutation "inspect$i" "$kind" "$base" "$WORK/inspect_$i.h5"; done
+for ((i = 0; i < n_eval; i++)); do kind_of "$((i * 3 + 1))"; plan_mutation "eval$i" "$kind" "$base" "$WORK/eval_$i.h5"; done
+for ((i = 0; i < n_file; i++)); do kind_of "$((i * 5))"; plan_mutation "resume$i" "$kind" "$base" "$WORK/resume_$i.h5"; done
+for ((i = 0; i < n_auto; i++)); do kind_of "$((i * 5 + 3))"; plan_mutation "auto$i" "$kind" "$base" "$WORK/auto_$i.h5"; done
 mutate_planned
 
 for ((i = 0; i < n_inspect; i++)); do
-  kind=$(kind_of "$i")
+  kind_of "$i"
   f="$WORK/inspect_$i.h5"
   what=${WHAT[inspect$i]}
   fuzz_case "inspect #$i: $what" "inspect_$i\.h5" 60 -- "$BIN" inspect "$f"
@@ -53,7 +54,7 @@ for ((i = 0; i < n_inspect; i++)); do
 done
 
 for ((i = 0; i < n_eval; i++)); do
-  kind=$(kind_of "$((i * 3 + 1))")
+  kind_of "$((i * 3 + 1))"
   f="$WORK/eval_$i.h5"
   what=${WHAT[eval$i]}
   fuzz_case "eval #$i: $what" "eval_$i\.h5" 120 -- "$BIN" eval --snapshot "$f" "${common[@]}"
@@ -62,7 +63,7 @@ done
 
 # --resume FILE: one more epoch from the mutated epoch-2 snapshot.
 for ((i = 0; i < n_file; i++)); do
-  kind=$(kind_of "$((i * 5))")
+  kind_of "$((i * 5))"
   f="$WORK/resume_$i.h5"
   what=${WHAT[resume$i]}
   fuzz_case "--resume FILE #$i: $what" "resume_$i\.h5" 120 -- \
