@@ -3,9 +3,9 @@
 # shared memory; each-reads holds one per rank. Compares each rank's private resident memory. The
 # whole set (a limited run reads only the samples it keeps), in large batches: 20 steps a rank.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 for mode in each-reads broadcast; do
-  mpirun_local -np 3 "$BIN" --config "$SRC/configs/fashion_mnist.toml" --data.distribute $mode \
+  mpirun_local -np 3 "$BIN" --config "$FASHION_CONFIG" --data.distribute $mode \
     --train.epochs 1 --data.train_limit 0 --train.batch_size 1000 --run-dir "$WORK/$mode" > "$WORK/$mode.log" 2>&1 \
     || { cat "$WORK/$mode.log"; fail "$mode run failed"; }
   grep "^memory" "$WORK/$mode.log"
