@@ -86,7 +86,7 @@ fuzz_case() {
 # in DIR (only the bytes kept are decompressed): the fuzz tests' runs need images, not all of them.
 fashion_subset() {
   mkdir -p "$1"
-  python3 - "$FASHION" "$1" << 'PYEOF'
+  python3 - "$FASHION_GZ" "$1" << 'PYEOF'
 import gzip, struct, sys
 src, dst = sys.argv[1:3]
 for split, n in (("train", 256), ("t10k", 128)):

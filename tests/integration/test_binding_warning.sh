@@ -7,7 +7,7 @@
 # gives is not warned about (each thread has its CPU). Raw mpirun, not mpirun_local: the binding
 # defaults are what is tested, so no option that could change them.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 cpus=$(nproc)  # this shell's CPUs: the host's, as far as this job is concerned
 [ "$cpus" -ge 2 ] || skip "one CPU: no binding can leave a core idle here"
 mpi=(mpirun --mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
@@ -17,7 +17,7 @@ bound=$("${mpi[@]}" -np 1 grep Cpus_allowed_list /proc/self/status | awk '{ prin
 [ "$bound" != "$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status)" ] ||
   skip "this mpirun does not bind a single rank by default (it may use CPUs $bound)"
 
-train=("$BIN" --config "$SRC/configs/fashion_mnist.toml" --data.root "$FASHION"
+train=("$BIN" --config "$FASHION_CONFIG" --data.root "$FASHION"
        --data.train_limit 256 --data.test_limit 128 --train.epochs 1 --train.batch_size 64
        --runtime.device cpu)
 run() {  # run NAME MPIRUN-ARGS... -- DDP-ARGS...: training, then doctor, with those mpirun options

@@ -5,9 +5,9 @@
 # rank holds its data, before the first step: the runs are then stopped (SIGUSR1, exit 75), as the
 # training that followed measured nothing (it cost three quarters of the test's CPU time).
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 for mode in each-reads broadcast; do
-  mpirun_local -np 3 "$BIN" --config "$SRC/configs/fashion_mnist.toml" --data.distribute $mode \
+  mpirun_local -np 3 "$BIN" --config "$FASHION_CONFIG" --data.distribute $mode \
     --train.epochs 1 --data.train_limit 0 --train.batch_size 1000 --run-dir "$WORK/$mode" > "$WORK/$mode.log" 2>&1 &
   job=$!
   seen_now "$WORK/$mode.log" "^memory" || { cat "$WORK/$mode.log"; fail "$mode run printed no memory line"; }

@@ -6,14 +6,14 @@
 # header broadcast (1.1 KiB). If start-up gains collectives, the report below names another one:
 # move DDP_FAULT_STALL_AT.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 T=2
 export DDP_COMM_TIMEOUT_S=$T DDP_FAULT_STALL_RANK=1 DDP_FAULT_STALL_AT=9
 start=$(date +%s)
 set +e
 # A hang is killed after 60 s (mpirun, which takes its ranks along), failing rather than blocking CI.
 timeout -k 5 60 bash -c "source '$SRC/tests/integration/lib.sh' '$BIN' '$SRC'
-  mpirun_local -np 2 '$BIN' --config '$SRC/configs/fashion_mnist.toml' --data.distribute broadcast \
+  mpirun_local -np 2 '$BIN' --config '$FASHION_CONFIG' --data.distribute broadcast \
     --train.epochs 1 --data.train_limit 64 --data.test_limit 64 --run-dir '$WORK/run' &
   trap 'kill \$!' TERM; wait \$!" > "$WORK/log" 2>&1
 rc=$?

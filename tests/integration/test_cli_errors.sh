@@ -35,7 +35,7 @@ done
 
 # Sizes that cannot work are refused when the config is read or before anything is allocated,
 # naming the key: never a crash, never "internal error: std::bad_alloc".
-TINY=(--config "$SRC/configs/fashion_mnist.toml" --data.train_limit 512 --data.test_limit 256
+TINY=(--config "$FASHION_CONFIG" --data.train_limit 512 --data.test_limit 256
       --train.epochs 1 --run.dir "$WORK/run")
 expect_error "runtime.threads = 100000: at most" "${TINY[@]}" --runtime.threads 100000
 expect_error "train.batch_size = 1000000000" "${TINY[@]}" --model.preset lenet_mnist --train.batch_size 1000000000

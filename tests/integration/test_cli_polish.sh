@@ -12,8 +12,8 @@
 #    is a directory; report --snapshot of another run's model warns;
 #  - --config FIFO with no writer: one SIGTERM ends it, with a message.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION"
-tiny=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.train_limit 256
+[ -f "$FASHION_GZ/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION_GZ"
+tiny=(--config "$FASHION_CONFIG" --model.preset lenet_mnist --data.train_limit 256
       --data.test_limit 64 --train.batch_size 64 --runtime.threads 1)
 failed=()
 part() { local name=$1; shift; if ! ("$@"); then failed+=("$name"); fi; }
@@ -118,7 +118,7 @@ config_fifo() {
   [ $rc -ne 0 ] || fail "--config FIFO stopped with exit 0"
   grep -q "cfg.fifo" "$WORK/fifo.log" || { cat "$WORK/fifo.log"; fail "--config FIFO: the message does not name the file"; }
   # A FIFO with a writer is read (as --config <(...) is).
-  "$BIN" --config <(cat "$SRC/configs/fashion_mnist.toml") --model.preset lenet_mnist --data.train_limit 256 \
+  "$BIN" --config <(cat "$FASHION_CONFIG") --model.preset lenet_mnist --data.train_limit 256 \
     --data.test_limit 64 --train.epochs 1 --runtime.threads 1 --run-dir "$WORK/p" > "$WORK/p.log" 2>&1 \
     || { cat "$WORK/p.log"; fail "--config <(...) failed"; }
   echo "  --config FIFO: SIGTERM ends the wait (exit $rc); a pipe with a writer is read"

@@ -17,12 +17,12 @@ cat "$WORK/version"
 grep -q "cuda plugin not loaded: $why" "$WORK/version" || fail "--version does not say why the plugin was refused"
 grep -q "Rebuild the plugin with this binary" "$WORK/version" || fail "--version does not say what to do"
 
-cfg=(--config "$SRC/configs/fashion_mnist.toml")
+cfg=(--config "$FASHION_CONFIG")
 "$BIN" doctor "${cfg[@]}" > "$WORK/doctor.log" 2>&1 || { cat "$WORK/doctor.log"; fail "doctor failed"; }
 grep -A3 "devices" "$WORK/doctor.log" | grep -q "another plugin interface" ||
   { cat "$WORK/doctor.log"; fail "doctor does not report the refused plugin"; }
 
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed; --version and doctor checked"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed; --version and doctor checked"
 stand_in_driver
 short=("${cfg[@]}" --data.train_limit 500 --data.test_limit 200 --train.epochs 1)
 if with_driver "$BIN" "${short[@]}" --runtime.device cuda --run-dir "$WORK/cuda" > "$WORK/cuda.log" 2>&1; then

@@ -48,12 +48,12 @@ cat "$WORK/version_hidden"
 grep -q "cuda plugin not loaded: libddp_cuda.so did not load: .*lib[a-z]*\.so[.0-9]*: cannot open shared object file" \
   "$WORK/version_hidden" || fail "--version does not say that and why the plugin did not load"
 
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist); --version checked"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist); --version checked"
 stand_in_driver
 # mpirun_local's command line (a function cannot be exec'd in the namespace; we are root here).
 mpi=(mpirun --oversubscribe --mca btl self,vader,tcp --mca btl_tcp_if_include lo
      --mca oob_tcp_if_include lo --allow-run-as-root -x CUDA_VISIBLE_DEVICES -np 1)
-short=(--config "$SRC/configs/fashion_mnist.toml" --data.train_limit 500 --data.test_limit 200
+short=(--config "$FASHION_CONFIG" --data.train_limit 500 --data.test_limit 200
        --train.epochs 1)
 with_driver hidden "${mpi[@]}" "$BIN" "${short[@]}" --runtime.device auto --run-dir "$WORK/auto" \
   > "$WORK/auto.log" 2>&1 || { cat "$WORK/auto.log"; fail "device = auto failed without the CUDA libraries"; }
@@ -68,7 +68,7 @@ fi
 grep -q "runtime.device = cuda, but no usable GPU: libddp_cuda.so did not load: .*cannot open shared object file" \
   "$WORK/cuda.log" || { cat "$WORK/cuda.log"; fail "device = cuda: the error does not say why"; }
 
-hidden "${mpi[@]}" "$BIN" doctor --config "$SRC/configs/fashion_mnist.toml" \
+hidden "${mpi[@]}" "$BIN" doctor --config "$FASHION_CONFIG" \
   > "$WORK/doctor.log" 2>&1 || { cat "$WORK/doctor.log"; fail "doctor failed without the CUDA libraries"; }
 cat "$WORK/doctor.log"
 grep -A3 "devices" "$WORK/doctor.log" | grep -q "did not load" || fail "doctor does not report that the plugin did not load"

@@ -13,13 +13,13 @@ if [ -n "${DDP_CALLER_CUDA_VISIBLE_DEVICES+x}" ]; then
 else
   unset CUDA_VISIBLE_DEVICES
 fi
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 "$BIN" --version | grep '^backends:.*, cuda (' > /dev/null || skip "this ddp_train was built without the CUDA backend"
 # The GPUs this test's processes see (CUDA_VISIBLE_DEVICES honoured), not the machine's.
 gpus=$(sh "$SRC/scripts/visible_gpus.sh")
 [ "${gpus:-0}" -ge 1 ] || skip "no GPU visible (nvidia-smi lists none, or CUDA_VISIBLE_DEVICES='${CUDA_VISIBLE_DEVICES-}' hides them)"
 
-common=(--config "$SRC/configs/fashion_mnist.toml" --train.global_batch 256)
+common=(--config "$FASHION_CONFIG" --train.global_batch 256)
 run() {  # run NAME NP DEVICE ARGS...
   local name=$1 np=$2 dev=$3; shift 3
   mpirun_local -np "$np" "$BIN" "${common[@]}" --runtime.device "$dev" --run-dir "$WORK/$name" \

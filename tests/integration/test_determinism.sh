@@ -2,8 +2,8 @@
 # Same seed twice -> bitwise-identical final weights and identical metrics (timing aside), with
 # augmentation and shuffling on; another seed -> different weights.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
-common=(--config "$SRC/configs/fashion_mnist.toml" --data.train_limit 3000 --data.test_limit 1000
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+common=(--config "$FASHION_CONFIG" --data.train_limit 3000 --data.test_limit 1000
         --train.epochs 2 --train.batch_size 100 --data.augment true --runtime.threads 2)
 "$BIN" "${common[@]}" --run-dir "$WORK/a" > "$WORK/a.log"
 "$BIN" "${common[@]}" --run-dir "$WORK/b" > "$WORK/b.log"

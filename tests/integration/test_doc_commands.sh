@@ -17,8 +17,8 @@ handed=$(grep -c ': tested by ' "$WORK/plan.log" || true)
 echo "$handed command(s) exercised by the tests their pages name:"
 cat "$WORK/plan.log"
 
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || [ -f "$FASHION/t10k-labels-idx1-ubyte" ] ||
-  skip "Fashion-MNIST not installed at $FASHION (apt-get install dataset-fashion-mnist): the configs' commands need it"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || [ -f "$FASHION/t10k-labels-idx1-ubyte" ] ||
+  skip "Fashion-MNIST not installed at $FASHION_GZ (apt-get install dataset-fashion-mnist): the configs' commands need it"
 find_python PIL  # the image fixtures (PY)
 command -v mpirun > /dev/null || fail "no mpirun on PATH"
 command -v h5ls > /dev/null || skip "no h5ls/h5dump (apt-get install hdf5-tools): docs/snapshot_format.md's commands need them"

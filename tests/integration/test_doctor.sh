@@ -5,10 +5,10 @@
 # the mount) fails the dataset check, named by rank, with exit 1; with data.distribute = broadcast
 # the same rank needs no files and the job passes; a mis-launched singleton is refused.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 
 mkdir "$WORK/data"
-cp "$FASHION"/*-ubyte.gz "$WORK/data/"
+cp "$FASHION_GZ"/*-ubyte.gz "$WORK/data/"
 args=(doctor --config "$SRC/configs/fashion_mnist.toml" --data.root "$WORK/data" --runtime.threads 1)
 
 # --- healthy ---------------------------------------------------------------------------------

@@ -7,8 +7,8 @@
 # What remains, the dynamic loader's few milliseconds before any of our code runs, is documented
 # in the README ("Snapshots, resuming, stopping").
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
-ARGS=(--config "$SRC/configs/fashion_mnist.toml" --data.train_limit 512 --data.test_limit 256
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+ARGS=(--config "$FASHION_CONFIG" --data.train_limit 512 --data.test_limit 256
       --train.batch_size 64 --model.preset lenet_mnist --train.epochs 1)
 SIGUSR1_BIT=$((1 << 9))  # bit (signal - 1) of /proc/PID/status SigCgt
 

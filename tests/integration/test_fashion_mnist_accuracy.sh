@@ -3,7 +3,7 @@
 # 3 epochs on the real Fashion-MNIST must reach >= 84% test accuracy. The config's defaults are the
 # recipe, so no overrides.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 "$BIN" --config "$SRC/configs/fashion_mnist.toml" --run-dir "$WORK/run" | tee "$WORK/log"
 acc=$(summary_field "$WORK/run/metrics.jsonl" final_test_acc)
 [ "$(grep -c '"epoch"' "$WORK/run/metrics.jsonl")" = 3 ] || fail "expected 3 epoch records"

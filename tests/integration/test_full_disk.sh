@@ -3,14 +3,14 @@
 # the reason, a non-zero exit, the older snapshot intact, no partial or temporary file; once there
 # is room, --resume auto continues the run.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION"
+[ -f "$FASHION_GZ/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION_GZ"
 [ "$(id -u)" = 0 ] || skip "mounting a small tmpfs needs root"
 D="$WORK/disk"; mkdir -p "$D"
 mount -t tmpfs -o size=1100k ddp_full_disk "$D" 2> /dev/null || skip "cannot mount a tmpfs here"
 trap 'umount "$D" 2> /dev/null; [ "${DDP_KEEP_WORK:-0}" = 1 ] || rm -rf "$WORK"' EXIT
 # Adam keeps two moments per weight: a LeNet snapshot is ~0.7 MB, so the first fits and the second
 # (written beside the first before pruning) does not.
-args=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.train_limit 512
+args=(--config "$FASHION_CONFIG" --model.preset lenet_mnist --data.train_limit 512
       --data.test_limit 256 --train.batch_size 64 --train.epochs 3 --train.save_every 1
       --train.keep_last 1 --runtime.threads 1 --run-dir "$D/run")
 if "$BIN" "${args[@]}" > "$WORK/full.log" 2>&1; then fail "a run on a full disk exited 0"; fi

@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 # lib_fuzz.sh's mutator and the data below use Debian's directly where it is.
 [ -x /usr/bin/python3 ] && python3() { /usr/bin/python3 "$@"; }
 source "$(dirname "$0")/lib_fuzz.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 
 # Small runs: whatever a mutated file says, the command line keeps the run short. The limits are
 # under the subsets' 256 and 128 samples, so the IDX cases go through the limited readers (which
@@ -50,7 +50,7 @@ cifar_kinds=(cifar_label flip truncate extend setbytes)
 # into a fresh copy of its data set.
 n_toml=$(scaled 16) n_idx=$(scaled 16) n_cifar=$(scaled 10)
 for ((i = 0; i < n_toml; i++)); do
-  plan_mutation "toml$i" text "$SRC/configs/fashion_mnist.toml" "$WORK/fuzz_$i.toml"
+  plan_mutation "toml$i" text "$FASHION_CONFIG" "$WORK/fuzz_$i.toml"
 done
 for ((i = 0; i < n_idx; i++)); do
   idx_case "$i"
@@ -80,7 +80,7 @@ for ((i = 0; i < n_idx; i++)); do
   cp "$WORK/idx_mut_$i" "$dir/$name"
   what=${WHAT[idx$i]}
   fuzz_case "IDX #$i $name: $what" "$name" 120 -- \
-    "$BIN" --config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist \
+    "$BIN" --config "$FASHION_CONFIG" --model.preset lenet_mnist \
     --data.root "$dir" "${short[@]}" --run-dir "$WORK/idx_run"
   rm -rf "$WORK/idx_run"
 done

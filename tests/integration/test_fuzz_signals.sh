@@ -9,9 +9,9 @@
 # program can catch one. See lib_fuzz.sh for the seed and the scale.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_fuzz.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 
-common=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist
+common=(--config "$FASHION_CONFIG" --model.preset lenet_mnist
         --data.train_limit 512 --data.test_limit 256 --train.batch_size 64 --runtime.threads 1
         --train.epochs 3)
 RANDOM_STATE=$(python3 -c "import random; r = random.Random('$FUZZ_SEED:signals'); print(' '.join(str(r.randrange(1 << 15)) for _ in range(400)))")

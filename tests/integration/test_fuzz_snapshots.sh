@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 # lib_fuzz.sh's mutator and fashion_subset use Debian's directly where it is.
 [ -x /usr/bin/python3 ] && python3() { /usr/bin/python3 "$@"; }
 source "$(dirname "$0")/lib_fuzz.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 
 # The images the runs use, as raw IDX files: every training or eval case read (and decompressed)
 # the whole 60,000 + 10,000 images to keep 256 and 128; what a case checks is how the snapshot

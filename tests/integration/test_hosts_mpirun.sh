@@ -10,8 +10,8 @@
 # whether the bytes travel over TCP or shared memory).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_cluster.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte" ] || [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] ||
-  skip "Fashion-MNIST not found at $FASHION (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION/t10k-labels-idx1-ubyte" ] || [ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] ||
+  skip "Fashion-MNIST not found at $FASHION_GZ (apt-get install dataset-fashion-mnist)"
 cluster_require hosts
 cluster_up_hosts ws1 ws2
 
@@ -45,7 +45,7 @@ grep -q "^doctor: all checks passed" "$WORK/doctor.log" || fail "doctor across h
 
 # 10 steps per epoch (1920 samples, 3 x 64 per step): the comparisons are exact, so more steps add
 # only time.
-args=(--config "$SRC/configs/fashion_mnist.toml" --data.train_limit 1920 --data.test_limit 1000
+args=(--config "$FASHION_CONFIG" --data.train_limit 1920 --data.test_limit 1000
       --train.epochs 2 --train.batch_size 64 --runtime.threads 1 --runtime.device cpu)
 hosts_mpirun -np 3 --host ws1:1,ws2:2 "$BIN" "${args[@]}" --run-dir "$WORK/hosts" > "$WORK/hosts.log" 2>&1 ||
   { cat "$WORK/hosts.log"; fail "training with mpirun --host ws1:1,ws2:2 failed"; }

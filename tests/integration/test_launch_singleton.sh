@@ -4,14 +4,14 @@
 # program must refuse to train alone and tell the user to launch with `srun --mpi=pmix`.
 # Control: the same variables in a batch script (step id 0xfffffffe, no srun) only warn.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 
 # Start from an environment without any launcher's variables (CI may itself run under one).
 clean_env=(env)
 for v in $(compgen -e); do
   case "$v" in SLURM_* | OMPI_* | PMIX_* | PMI_*) clean_env+=(-u "$v") ;; esac
 done
-args=(--config "$SRC/configs/fashion_mnist.toml" --train.epochs 1 --data.train_limit 100
+args=(--config "$FASHION_CONFIG" --train.epochs 1 --data.train_limit 100
       --data.test_limit 100 --run-dir "$WORK/run")
 
 set +e

@@ -23,7 +23,7 @@ for split, n in (("train", 2000), ("test", 1000)):
     np.save("%s/%s_y.npy" % (out, split), labels)
 PYEOF
 pack_npy_splits "$WORK"
-common=(--config "$SRC/configs/fashion_mnist.toml" --data.dataset packed
+common=(--config "$FASHION_CONFIG" --data.dataset packed
         --data.train_file "$WORK/train.h5" --data.test_file "$WORK/test.h5"
         --data.train_limit 300 --data.test_limit 100 --train.epochs 1 --runtime.threads 1
         --train.seed 9)

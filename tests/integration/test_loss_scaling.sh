@@ -7,10 +7,10 @@
 #    equal (checked every epoch), and the run ends like an uninterrupted one, one step short;
 #  - runtime.precision = fp16/bf16 on a job that trains on the CPU is refused, naming the key.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 # 8 steps per epoch (2 ranks x 128 of 2048 samples): the fault at step 5 lands in epoch 1, and the
 # resumed run's epoch 3 comes after it; the equalities are bitwise, so more data adds nothing.
-common=(--config "$SRC/configs/fashion_mnist.toml" --data.train_limit 2048 --data.test_limit 256
+common=(--config "$FASHION_CONFIG" --data.train_limit 2048 --data.test_limit 256
         --train.batch_size 128 --train.epochs 2 --runtime.threads 1)
 run() {  # run NAME NP ARGS...
   local name=$1 np=$2; shift 2

@@ -23,7 +23,7 @@ grep -q "sync batch norm over 2 ranks" "$WORK/units.log" \
 [ "$(grep -c 'PASSED.* 4 tests' "$WORK/units.log")" = 2 ] \
   || { cat "$WORK/units.log"; fail "expected 4 passing tests on each of 2 ranks"; }
 
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 common=(--data.dataset fashion_mnist --data.root "$FASHION" --model.preset vgg_small_bn
         --data.train_limit 102 --data.test_limit 200 --train.epochs 2 --train.global_batch 50
         --optim.lr 0.01 --train.seed 2 --runtime.threads 1 --runtime.device cpu)

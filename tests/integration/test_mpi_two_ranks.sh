@@ -2,8 +2,8 @@
 # The quick-start shape: two MPI ranks on one machine train, rank 0 alone prints and writes metrics,
 # and evaluation counts every test sample exactly once (test size not divisible by the ranks).
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
-mpirun_local -np 2 "$BIN" --config "$SRC/configs/fashion_mnist.toml" --data.train_limit 2000 \
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+mpirun_local -np 2 "$BIN" --config "$FASHION_CONFIG" --data.train_limit 2000 \
   --data.test_limit 1001 --train.epochs 1 --run-dir "$WORK/run" > "$WORK/log" 2>&1 \
   || { cat "$WORK/log"; fail "mpirun -np 2 failed"; }
 cat "$WORK/log"

@@ -8,7 +8,7 @@
 # short). Also: the sync room's MPI unit tests on 3 ranks, evaluation shards sized by the shares,
 # snapshots that keep the shares (resumed on 3 and on 2 ranks), and the start-up errors.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 units="$(dirname "$BIN")/tests/ddp_unit_tests"
 
 # 1. The sync room on 3 real ranks: ranks run 1, 2 and 3 micro-batches of 3, 5 and 7 samples and
@@ -38,7 +38,7 @@ fi
 #    Those first samples (and the first 301 test samples) are all these runs read: from a copy of
 #    them (dataset_head.py), ~30 rank start-ups are spared decompressing and holding the 70,000
 #    images; the samples, and so the figures, are the same.
-/usr/bin/python3 "$SRC/tests/integration/dataset_head.py" fashion_mnist "$FASHION" "$WORK/fashion" 3072 301 \
+/usr/bin/python3 "$SRC/tests/integration/dataset_head.py" fashion_mnist "$FASHION_GZ" "$WORK/fashion" 3072 301 \
   || fail "could not copy the first Fashion-MNIST samples"
 common=(--data.dataset fashion_mnist --data.root "$WORK/fashion" --model.preset lenet_mnist
         --data.train_limit 3072 --data.test_limit 301 --data.limit_subset first --train.epochs 2

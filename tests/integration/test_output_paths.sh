@@ -9,11 +9,11 @@
 #  - a regular file is replaced atomically and keeps its permissions;
 #  - a symbolic link to a regular file stays a link (its target gets the content).
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION"
+[ -f "$FASHION_GZ/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION_GZ"
 source "$(dirname "$0")/pack/find_python.sh"
 find_python PIL
 run="$WORK/run"
-"$BIN" --config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.train_limit 256 \
+"$BIN" --config "$FASHION_CONFIG" --model.preset lenet_mnist --data.train_limit 256 \
   --data.test_limit 64 --train.epochs 1 --runtime.threads 1 --run-dir "$run" > "$WORK/train.log" 2>&1 \
   || { cat "$WORK/train.log"; fail "training failed"; }
 snap="$run/snapshot_e0001.h5"

@@ -9,7 +9,7 @@ source "$(dirname "$0")/pack/find_python.sh"
 find_python PIL h5py numpy
 if [ -f "$CIFAR/test_batch.bin" ]; then
   kind=cifar10 root=$CIFAR model=lenet orig=(--data.dataset cifar10 --data.root "$CIFAR")
-elif [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ]; then
+elif [ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ]; then
   kind=fashion root=$FASHION model=lenet_mnist orig=(--data.dataset fashion_mnist --data.root "$FASHION")
 else
   skip "neither CIFAR-10 ($CIFAR) nor Fashion-MNIST ($FASHION) is present"

@@ -5,10 +5,10 @@
 # through a taskset wrapper, rank 0 alone on CPU 0, ranks 1 and 2 sharing CPU 1 (so each computes
 # at about half speed).
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION"
+[ -f "$FASHION_GZ/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION_GZ"
 command -v python3 > /dev/null || skip "python3 not found (it reads metrics.jsonl)"
 
-tiny=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.test_limit 256
+tiny=(--config "$FASHION_CONFIG" --model.preset lenet_mnist --data.test_limit 256
       --runtime.threads 1)
 
 # Checks every epoch row of $1: $2 ranks, each with a host, threads, a positive compute time and

@@ -9,8 +9,8 @@
 #  - metrics.jsonl and config.toml deleted under a running job are written again, whole, at the
 #    next epoch, with a warning (the previous version appended to the deleted inode, exit 0).
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION"
-tiny=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.train_limit 256
+[ -f "$FASHION_GZ/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION_GZ"
+tiny=(--config "$FASHION_CONFIG" --model.preset lenet_mnist --data.train_limit 256
       --data.test_limit 64 --train.batch_size 64 --runtime.threads 1)
 run() {  # run DIR ARGS...: one process; output in DIR.log; returns its exit code
   local dir=$1; shift

@@ -13,11 +13,11 @@
 #  - a stop signal is honoured in an epoch of one step; train/test images of different sizes are
 #    refused; a loss that becomes NaN stops training with no snapshot of the NaN weights.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION"
+[ -f "$FASHION_GZ/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION_GZ"
 # The runs read at most 16000 training and 256 test samples: a copy of the first ones
 # (dataset_head.py) spares each of some 30 process start-ups decompressing and holding all 70,000
 # images. Which samples they are matters to no check here.
-/usr/bin/python3 "$SRC/tests/integration/dataset_head.py" fashion_mnist "$FASHION" "$WORK/fashion" 16000 256 \
+/usr/bin/python3 "$SRC/tests/integration/dataset_head.py" fashion_mnist "$FASHION_GZ" "$WORK/fashion" 16000 256 \
   || fail "could not copy the first Fashion-MNIST samples"
 tiny=(--config "$SRC/configs/fashion_mnist.toml" --data.root "$WORK/fashion"
       --model.preset lenet_mnist --data.test_limit 256

@@ -4,12 +4,12 @@
 # stalls (test-only DDP_FAULT_STALL_RANK) under a 120 s collective timeout - ignores it until the
 # second one, which must end it immediately (exit 128 + 15, saying so), and with it the job.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 command -v mpirun > /dev/null || skip "mpirun not found"
 
 export DDP_COMM_TIMEOUT_S=120 DDP_FAULT_STALL_RANK=1 DDP_FAULT_STALL_AT=15
 mpirun_local -x DDP_COMM_TIMEOUT_S -x DDP_FAULT_STALL_RANK -x DDP_FAULT_STALL_AT -np 2 "$BIN" \
-  --config "$SRC/configs/fashion_mnist.toml" --data.train_limit 600 --data.test_limit 100 \
+  --config "$FASHION_CONFIG" --data.train_limit 600 --data.test_limit 100 \
   --train.epochs 1 --train.batch_size 50 --run-dir "$WORK/run" > "$WORK/job.log" 2>&1 &
 JOB=$!
 cleanup() {  # never leave ranks or mpirun behind, whatever failed, and never wait for them

@@ -8,7 +8,7 @@
 # (exit 75, a snapshot) every time. Before the fix, about 4 runs in 5 aborted (1 in 6 with two
 # OpenMP threads, where the signal may also land on a thread outside the GEMM kernel).
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 command -v python3 > /dev/null || skip "python3 not found"
 cat > "$WORK/burst.py" << 'PY'
 import os, signal, sys, time
@@ -24,7 +24,7 @@ print(sent)
 PY
 for i in 1 2 3 4 5; do
   dir="$WORK/run_$i"
-  "$BIN" --config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist \
+  "$BIN" --config "$FASHION_CONFIG" --model.preset lenet_mnist \
     --data.train_limit 8192 --data.test_limit 256 --train.batch_size 4096 --train.epochs 3 \
     --runtime.threads 1 --run-dir "$dir" > "$WORK/out" 2> "$WORK/err" &
   job=$!

@@ -19,8 +19,8 @@
 # requeued, and the run directory the one given by DDP_RUN_DIR.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_cluster.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte" ] || [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] ||
-  skip "Fashion-MNIST not found at $FASHION (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION/t10k-labels-idx1-ubyte" ] || [ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] ||
+  skip "Fashion-MNIST not found at $FASHION_GZ (apt-get install dataset-fashion-mnist)"
 cluster_require slurm
 build=$(dirname "$BIN")
 [ -f "$build/cmake_install.cmake" ] || skip "$build is not a CMake build directory (no cmake_install.cmake)"

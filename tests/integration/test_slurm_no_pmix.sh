@@ -6,8 +6,8 @@
 # Then the same command with --mpi=pmix must work, so the failure is really the launch, not the cluster.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_cluster.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte" ] || [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] ||
-  skip "Fashion-MNIST not found at $FASHION (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION/t10k-labels-idx1-ubyte" ] || [ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] ||
+  skip "Fashion-MNIST not found at $FASHION_GZ (apt-get install dataset-fashion-mnist)"
 cluster_require slurm
 cluster_up
 

@@ -23,8 +23,8 @@
 # 30, and the job took 4-20 runs; now the job takes 2 or 3.)
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_cluster.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte" ] || [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] ||
-  skip "Fashion-MNIST not found at $FASHION (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION/t10k-labels-idx1-ubyte" ] || [ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] ||
+  skip "Fashion-MNIST not found at $FASHION_GZ (apt-get install dataset-fashion-mnist)"
 cluster_require slurm
 cluster_up
 

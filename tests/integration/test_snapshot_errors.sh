@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Corrupt snapshots and unwritable run directories.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
-common=(--config "$SRC/configs/fashion_mnist.toml" --data.train_limit 600 --data.test_limit 100
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+common=(--config "$FASHION_CONFIG" --data.train_limit 600 --data.test_limit 100
         --train.batch_size 100 --train.save_every 1 --runtime.threads 1)
 "$BIN" "${common[@]}" --train.epochs 2 --run-dir "$WORK/run" > "$WORK/log"
 newest="$WORK/run/snapshot_e0002.h5"

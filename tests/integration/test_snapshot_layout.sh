@@ -2,9 +2,9 @@
 # A snapshot's HDF5 layout is the documented one (docs/snapshot_format.md), as h5ls/h5dump see it;
 # inspect and eval read it back.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 command -v h5ls >/dev/null || skip "h5ls not installed (apt-get install hdf5-tools)"
-"$BIN" --config "$SRC/configs/fashion_mnist.toml" --data.train_limit 1000 --data.test_limit 300 \
+"$BIN" --config "$FASHION_CONFIG" --data.train_limit 1000 --data.test_limit 300 \
   --train.epochs 2 --train.save_every 1 --optim.name sgd --optim.momentum 0.9 \
   --run-dir "$WORK/run" > "$WORK/log"
 f="$WORK/run/snapshot_e0002.h5"
@@ -18,7 +18,7 @@ done
 h5dump -a /meta/epoch "$f" | grep "(0): 2" > /dev/null || fail "/meta epoch attribute is not 2"
 "$BIN" inspect "$f" > "$WORK/inspect"
 grep -q "conv1.weight  *6x1x5x5" "$WORK/inspect" || fail "inspect does not list conv1.weight"
-"$BIN" eval --snapshot "$f" --config "$SRC/configs/fashion_mnist.toml" --data.test_limit 300 > "$WORK/eval"
+"$BIN" eval --snapshot "$f" --config "$FASHION_CONFIG" --data.test_limit 300 > "$WORK/eval"
 acc=$(summary_field "$WORK/run/metrics.jsonl" final_test_acc)
 grep -q "test accuracy: $(awk -v a="$acc" 'BEGIN { printf "%.2f", 100 * a }')%" "$WORK/eval" \
   || { cat "$WORK/eval"; fail "eval of the final snapshot disagrees with training's final accuracy $acc"; }

@@ -6,7 +6,7 @@
 #    and a packed file, and scores what `ddp_train eval` scores (the same number of correct test
 #    images; the previous version refused every dataset but CIFAR-10).
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION"
+[ -f "$FASHION_GZ/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION_GZ"
 SCRIPT="$SRC/scripts/snapshot_to_torch.py"
 # A python3 without h5py, if this machine has one.
 bare=""
@@ -50,7 +50,7 @@ score() {  # score NAME ARGS...: train resnet20 two epochs, then compare eval an
     || fail "$name: ddp_train eval: $ours; snapshot_to_torch.py: $theirs"
   echo "  $name: ddp_train eval and snapshot_to_torch.py agree: accuracy $a1% of $n1, loss $l1 / $l2"
 }
-score fashion --config "$SRC/configs/fashion_mnist.toml" --data.train_limit 512 --data.test_limit 128 \
+score fashion --config "$FASHION_CONFIG" --data.train_limit 512 --data.test_limit 128 \
   --data.limit_subset random
 # A packed file of fixed-size images (pack --size), normalised with its own statistics.
 mkdir -p "$WORK/imgs"

@@ -4,7 +4,7 @@
 # non-zero within the timeout + 10 s of the stall. (2) One rank is killed with SIGKILL mid-run: the
 # job ends within the same bound. In both cases no rank may survive the job.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 command -v mpirun > /dev/null || skip "mpirun not found"
 
 T=5                 # DDP_COMM_TIMEOUT_S (until the config key comm.timeout_s reaches the comm)
@@ -59,7 +59,7 @@ finish_job() {
 # bucket, a non-blocking all-reduce waited by GradientSync, after 7 collectives of start-up) -----
 STARTED=$(date +%s)
 DDP_FAULT_STALL_RANK=1 DDP_FAULT_STALL_AT=15 mpirun_local -x DDP_FAULT_STALL_RANK -x DDP_FAULT_STALL_AT \
-  -x DDP_COMM_TIMEOUT_S -x DDP_TEST_TAG -np 3 "$BIN" --config "$SRC/configs/fashion_mnist.toml" --data.train_limit 600 \
+  -x DDP_COMM_TIMEOUT_S -x DDP_TEST_TAG -np 3 "$BIN" --config "$FASHION_CONFIG" --data.train_limit 600 \
   --data.test_limit 100 --train.epochs 1 --train.batch_size 50 --run-dir "$WORK/run1" \
   > "$WORK/stall.log" 2>&1 &
 JOB=$!
@@ -86,7 +86,7 @@ grep -qs "^\[[0-9: -]*\] ddp_train: error (rank [02] of 3): .*did not complete w
 
 # --- (2) rank 1 is killed with SIGKILL mid-run ---------------------------------------------------
 STARTED=$(date +%s)
-mpirun_local -x DDP_COMM_TIMEOUT_S -x DDP_TEST_TAG -np 3 "$BIN" --config "$SRC/configs/fashion_mnist.toml" --data.train_limit 60000 \
+mpirun_local -x DDP_COMM_TIMEOUT_S -x DDP_TEST_TAG -np 3 "$BIN" --config "$FASHION_CONFIG" --data.train_limit 60000 \
   --data.test_limit 100 --train.epochs 5 --train.batch_size 50 --run-dir "$WORK/run2" \
   > "$WORK/kill.log" 2>&1 &
 JOB=$!

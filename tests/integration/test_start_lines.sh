@@ -5,10 +5,10 @@
 # reader, tensorboard_reader.py), and none with --run.tensorboard false; `eval` evaluates the
 # snapshot (the same accuracy as training's last evaluation) without a `resume:` line.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 
 # 640 samples in batches of 64: 10 steps, fewer than run.log_every's default 50.
-args=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.train_limit 640
+args=(--config "$FASHION_CONFIG" --model.preset lenet_mnist --data.train_limit 640
       --data.test_limit 256 --train.batch_size 64 --train.epochs 1 --runtime.threads 1)
 "$BIN" "${args[@]}" --run-dir "$WORK/run" > "$WORK/run.log" 2>&1 || { cat "$WORK/run.log"; fail "training failed"; }
 cat "$WORK/run.log"

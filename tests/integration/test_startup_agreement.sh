@@ -6,9 +6,9 @@
 # MPI_Finalize, and Open MPI's "MPI_ABORT was invoked" banner never appears. The previous version
 # printed the error once per rank and aborted the job.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 command -v mpirun > /dev/null || skip "mpirun not found"
-TINY=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.train_limit 256
+TINY=(--config "$FASHION_CONFIG" --model.preset lenet_mnist --data.train_limit 256
       --data.test_limit 64 --train.epochs 1 --runtime.threads 1 --comm.timeout_s 60)
 
 # expect_once NAME PATTERN ARGS...: a 2-rank job of ARGS fails, PATTERN is in its output exactly

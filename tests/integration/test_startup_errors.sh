@@ -7,9 +7,9 @@
 # its value per rank, once, and every rank exits non-zero; keys that may differ per rank
 # (runtime.threads) are accepted.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 command -v mpirun > /dev/null || skip "mpirun not found"
-TINY=(--config "$SRC/configs/fashion_mnist.toml" --data.train_limit 512 --data.test_limit 256
+TINY=(--config "$FASHION_CONFIG" --data.train_limit 512 --data.test_limit 256
       --model.preset lenet_mnist --train.epochs 1 --comm.timeout_s 60 --run.dir "$WORK/run")
 LIMIT=90  # seconds before a job counts as hung (and is killed); the fixed code ends in ~2 s
 QUICK=40  # a failing job must end within this (MPI start-up on a busy machine included: 16.5 s

@@ -3,8 +3,8 @@
 # 2, 1, 1 (a per-rank key) say "threads per rank 2/1/1", as the rank table below it does, not one
 # figure for all; ranks that agree say "N thread(s) per rank".
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
-tiny=(--config "$SRC/configs/fashion_mnist.toml" --data.root "$FASHION" --data.train_limit 192
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+tiny=(--config "$FASHION_CONFIG" --data.root "$FASHION" --data.train_limit 192
       --data.test_limit 96 --train.epochs 1 --train.batch_size 32 --runtime.device cpu)
 mpirun_local -np 1 "$BIN" "${tiny[@]}" --runtime.threads 2 --run-dir "$WORK/uneven" : \
   -np 2 "$BIN" "${tiny[@]}" --runtime.threads 1 --run-dir "$WORK/uneven" > "$WORK/uneven.log" 2>&1 ||

@@ -10,14 +10,14 @@
 # (mpirun exits 75, as srun does when Slurm signals the tasks), and a complete run (the one-liner
 # exits 0).
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION"
+[ -f "$FASHION_GZ/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION_GZ"
 command -v mpirun > /dev/null || skip "mpirun not found"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 outcome() {  # the README's one-liner
   "$PY" -c 'import json,sys; e=json.load(open(sys.argv[1]))["segments"][-1]["exit"]; print(e); sys.exit(0 if e=="complete" else 75 if e.startswith("stopped") else 1)' "$1/run.json"
 }
-long=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.train_limit 20000
+long=(--config "$FASHION_CONFIG" --model.preset lenet_mnist --data.train_limit 20000
       --data.test_limit 256 --train.epochs 50 --train.batch_size 32 --runtime.threads 1
       --run.log_every 100)
 # A signalled mpirun stops forwarding the ranks' output at once, sends them the signal

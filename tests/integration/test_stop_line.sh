@@ -4,9 +4,9 @@
 # saving snapshot_eEEEE_sSSSSSS.h5", that file is what the run directory holds, and the run exits
 # 75; on two ranks with the signal sent to rank 1 only, rank 0's line says another rank got it.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/t10k-labels-idx1-ubyte.gz" ] || skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
 # 3 epochs of 120 steps (batches of 16 over 1920 samples): the signal lands well inside epoch 2.
-args=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.train_limit 1920
+args=(--config "$FASHION_CONFIG" --model.preset lenet_mnist --data.train_limit 1920
       --data.test_limit 128 --train.batch_size 16 --train.epochs 3 --train.save_every 1
       --runtime.threads 1)
 

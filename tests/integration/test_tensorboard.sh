@@ -4,14 +4,14 @@
 # metrics.jsonl, the step scalars every run.log_every steps. Two ranks train two epochs; the run is
 # then resumed for two more (train.epochs grew): a second events file, and no step written twice.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/train-images-idx3-ubyte.gz" ] || [ -f "$FASHION/train-images-idx3-ubyte" ] ||
-  skip "Fashion-MNIST not found at $FASHION (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/train-images-idx3-ubyte.gz" ] || [ -f "$FASHION/train-images-idx3-ubyte" ] ||
+  skip "Fashion-MNIST not found at $FASHION_GZ (apt-get install dataset-fashion-mnist)"
 /usr/bin/python3 -c "import google.protobuf, crcmod" 2> /dev/null ||
   skip "the independent reader needs python3-protobuf and python3-crcmod (apt-get install them)"
 
 run=$WORK/run
 # 640 samples in global batches of 128: 5 steps per epoch; step scalars every 2 steps.
-args=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.train_limit 640
+args=(--config "$FASHION_CONFIG" --model.preset lenet_mnist --data.train_limit 640
       --data.test_limit 256 --train.batch_size 64 --train.save_every 1 --runtime.threads 1
       --run.tensorboard true --run.log_every 2 --run-dir "$run")
 mpirun_local -np 2 "$BIN" "${args[@]}" --train.epochs 2 > "$WORK/first.log" 2>&1 ||

@@ -9,12 +9,12 @@
 # the uninterrupted run trains that many epochs beside it.
 #   DDP_TORTURE_SEED=N reproduces a sequence (printed at the start); DDP_TORTURE_ROUNDS=N.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION"
+[ -f "$FASHION_GZ/train-images-idx3-ubyte.gz" ] || skip "Fashion-MNIST not found at $FASHION_GZ"
 seed=${DDP_TORTURE_SEED:-$(date +%s)}
 rounds=${DDP_TORTURE_ROUNDS:-20}
 RANDOM=$seed
 echo "  seed $seed, $rounds interruptions (DDP_TORTURE_SEED=$seed reproduces them)"
-args=(--config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist --data.train_limit 8192
+args=(--config "$FASHION_CONFIG" --model.preset lenet_mnist --data.train_limit 8192
       --data.test_limit 4096 --train.batch_size 64 --train.epochs 60 --train.save_every 2
       --train.keep_last 2 --runtime.threads 1)
 epochs=60  # enough work that every round interrupts a running job, even on a fast quiet machine

@@ -3,14 +3,14 @@
 # run.dir/trace.json: valid JSON in Chrome's trace-event format, events from every rank (pid =
 # rank), the phases of every step, and each gradient bucket's all-reduce inside its step.
 source "$(dirname "$0")/lib.sh"
-[ -f "$FASHION/train-images-idx3-ubyte.gz" ] || [ -f "$FASHION/train-images-idx3-ubyte" ] ||
-  skip "Fashion-MNIST not found at $FASHION (apt-get install dataset-fashion-mnist)"
+[ -f "$FASHION_GZ/train-images-idx3-ubyte.gz" ] || [ -f "$FASHION/train-images-idx3-ubyte" ] ||
+  skip "Fashion-MNIST not found at $FASHION_GZ (apt-get install dataset-fashion-mnist)"
 command -v python3 > /dev/null || skip "python3 not found (it reads the trace)"
 
 run=$WORK/run
 # 384 samples in global batches of 96: 4 steps per epoch; small buckets, so that LeNet's gradient
 # travels in several.
-mpirun_local -np 3 "$BIN" --config "$SRC/configs/fashion_mnist.toml" --model.preset lenet_mnist \
+mpirun_local -np 3 "$BIN" --config "$FASHION_CONFIG" --model.preset lenet_mnist \
   --data.train_limit 384 --data.test_limit 96 --train.batch_size 32 --train.epochs 2 \
   --train.save_every 1 --runtime.threads 1 --comm.bucket_mb 0.02 --comm.first_bucket_mb 0.01 \
   --run.trace true --run-dir "$run" > "$WORK/train.log" 2>&1 || { cat "$WORK/train.log"; fail "training failed"; }
