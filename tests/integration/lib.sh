@@ -40,17 +40,18 @@ inflate_fashion() {
   # Named after the packaged files' sizes and times: an upgraded package gets a copy of its own.
   key=$(cd "$FASHION_GZ" && stat -c '%n %s %Y' "${names[@]/%/.gz}" | cksum | cut -d' ' -f1)
   dir="$(dirname "$BIN")/test-data/fashion-mnist-$key"
-  if [ ! -f "$dir/fashion_mnist.toml" ]; then
+  if [ ! -d "$dir" ]; then
     mkdir -p "$(dirname "$dir")" 2> /dev/null && [ -w "$(dirname "$dir")" ] || dir="$WORK/fashion-mnist"
     # Made aside and renamed into place: tests starting together never see half a copy (the
     # rename fails for all but the first, whose copy the others then use).
     tmp=$(mktemp -d "$dir.XXXXXX") && chmod 755 "$tmp"
     for n in "${names[@]}"; do gzip -dc "$FASHION_GZ/$n.gz" > "$tmp/$n"; done
-    sed "s|^root = \"[^\"]*\"|root = \"$dir\"|" "$SRC/configs/fashion_mnist.toml" > "$tmp/fashion_mnist.toml"
-    grep -qF "root = \"$dir\"" "$tmp/fashion_mnist.toml" || fail "configs/fashion_mnist.toml sets no data root"
     mv -T "$tmp" "$dir" 2> /dev/null || rm -rf "$tmp"
   fi
-  FASHION=$dir FASHION_CONFIG=$dir/fashion_mnist.toml
+  # The configuration is the source tree's, made for each test: an edit of it is seen at once.
+  sed "s|^root = \"[^\"]*\"|root = \"$dir\"|" "$SRC/configs/fashion_mnist.toml" > "$WORK/fashion_mnist.toml"
+  grep -qF "root = \"$dir\"" "$WORK/fashion_mnist.toml" || fail "configs/fashion_mnist.toml sets no data root"
+  FASHION=$dir FASHION_CONFIG=$WORK/fashion_mnist.toml
 }
 inflate_fashion
 
